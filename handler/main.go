@@ -1,0 +1,92 @@
+// Command handler is offpath's Azure Functions custom handler: the HTTP
+// server the Functions host starts and calls once per trigger. It only wires:
+// configuration, the root logger, the functions and the server; the logic
+// lives in internal/.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/offpath/offpath/internal/api"
+	"github.com/offpath/offpath/internal/config"
+	"github.com/offpath/offpath/internal/invoke"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "handler:", err)
+		os.Exit(1)
+	}
+}
+
+// run starts the handler and serves until ctx is done, then shuts down
+// gracefully: in-flight invocations get up to 25 s to finish.
+func run(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
+	cfg, err := config.LoadHandler(getenv, os.ReadFile)
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	logger := zerolog.New(stdout).Level(cfg.LogLevel).With().Timestamp().Str("service", "offpath-handler").Logger()
+
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port)))
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	mux := invoke.NewMux(logger, invoke.Options{Timeout: cfg.InvocationTimeout})
+	mux.Forward("/api/", api.New(buildInfo(), time.Now()))
+
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	logger.Info().Int("port", cfg.Port).Dur("invocation_timeout", cfg.InvocationTimeout).Str("version", version).Msg("handler listening")
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info().Msg("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+func buildInfo() api.Build {
+	b := api.Build{Version: version, Go: runtime.Version()}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				b.Commit = s.Value
+			}
+		}
+	}
+	return b
+}

@@ -1,0 +1,123 @@
+// Package config turns the handler's environment (the Functions host passes
+// every app setting as an environment variable) into a typed, validated
+// Config. It reads only through an injected getenv and readFile, so tests
+// and the dev host can drive it without touching the process environment.
+package config
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Handler is the custom handler's configuration.
+type Handler struct {
+	// Port is FUNCTIONS_CUSTOMHANDLER_PORT, chosen by the host per start.
+	Port int `json:"port"`
+	// AppRoot is FUNCTIONS_APP_ROOT_PATH (default: the working directory).
+	AppRoot string `json:"app_root"`
+	// FunctionTimeout is host.json's functionTimeout; zero means unbounded.
+	FunctionTimeout time.Duration `json:"function_timeout"`
+	// InvocationTimeout is each invocation's own deadline: functionTimeout
+	// less a margin (a tenth, at least 5 s), so the handler answers before
+	// the host gives up; 30 minutes when functionTimeout is unbounded.
+	// OFFPATH_INVOCATION_TIMEOUT overrides it.
+	InvocationTimeout time.Duration `json:"invocation_timeout"`
+	// LogLevel is OFFPATH_LOG_LEVEL (default info).
+	LogLevel zerolog.Level `json:"log_level"`
+}
+
+// LoadHandler reads the handler's configuration. readFile reads host.json.
+func LoadHandler(getenv func(string) string, readFile func(string) ([]byte, error)) (Handler, error) {
+	var c Handler
+	var errs []error
+	portText := cmp.Or(getenv("FUNCTIONS_CUSTOMHANDLER_PORT"), getenv("FUNCTIONS_HTTPWORKER_PORT"))
+	if portText == "" {
+		errs = append(errs, errors.New("FUNCTIONS_CUSTOMHANDLER_PORT is not set: the handler is started by the Functions host (or the dev host), which sets it"))
+	} else if p, err := strconv.Atoi(portText); err != nil || p <= 0 || p > 65535 {
+		errs = append(errs, fmt.Errorf("FUNCTIONS_CUSTOMHANDLER_PORT %q is not a port number", portText))
+	} else {
+		c.Port = p
+	}
+	c.AppRoot = cmp.Or(getenv("FUNCTIONS_APP_ROOT_PATH"), ".")
+
+	host, err := readFile(filepath.Join(c.AppRoot, "host.json"))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("read host.json: %w", err))
+	} else {
+		var h struct {
+			FunctionTimeout string `json:"functionTimeout"`
+		}
+		if err := json.Unmarshal(host, &h); err != nil {
+			errs = append(errs, fmt.Errorf("host.json: %w", err))
+		} else if c.FunctionTimeout, err = ParseTimeSpan(h.FunctionTimeout); err != nil {
+			errs = append(errs, fmt.Errorf("host.json functionTimeout: %w", err))
+		}
+	}
+	c.InvocationTimeout = 30 * time.Minute
+	if c.FunctionTimeout > 0 {
+		c.InvocationTimeout = c.FunctionTimeout - max(c.FunctionTimeout/10, 5*time.Second)
+	}
+	if s := getenv("OFFPATH_INVOCATION_TIMEOUT"); s != "" {
+		d, err := time.ParseDuration(s)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("OFFPATH_INVOCATION_TIMEOUT: %w", err))
+		case d <= 0 || (c.FunctionTimeout > 0 && d >= c.FunctionTimeout):
+			errs = append(errs, fmt.Errorf("OFFPATH_INVOCATION_TIMEOUT %v must be positive and below functionTimeout %v", d, c.FunctionTimeout))
+		default:
+			c.InvocationTimeout = d
+		}
+	}
+	if c.InvocationTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("host.json functionTimeout %v leaves no time for an invocation", c.FunctionTimeout))
+	}
+	c.LogLevel = zerolog.InfoLevel
+	if s := getenv("OFFPATH_LOG_LEVEL"); s != "" {
+		if c.LogLevel, err = zerolog.ParseLevel(strings.ToLower(s)); err != nil {
+			errs = append(errs, fmt.Errorf("OFFPATH_LOG_LEVEL: %w", err))
+		}
+	}
+	return c, errors.Join(errs...)
+}
+
+// ParseTimeSpan parses a .NET TimeSpan as host.json writes it: "hh:mm:ss",
+// "d.hh:mm:ss", with optional fractional seconds; "" and "-1" mean
+// unbounded (zero).
+func ParseTimeSpan(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "-1" {
+		return 0, nil
+	}
+	var days int
+	if dot := strings.IndexByte(s, '.'); dot >= 0 && dot < strings.IndexByte(s, ':') {
+		d, err := strconv.Atoi(s[:dot])
+		if err != nil {
+			return 0, fmt.Errorf("bad days in %q", s)
+		}
+		days, s = d, s[dot+1:]
+	}
+	parts := strings.Split(s, ":")
+	if len(parts) != 3 {
+		return 0, fmt.Errorf("%q is not hh:mm:ss", s)
+	}
+	h, errH := strconv.Atoi(parts[0])
+	m, errM := strconv.Atoi(parts[1])
+	sec, errS := strconv.ParseFloat(parts[2], 64)
+	if errH != nil || errM != nil || errS != nil || h < 0 || m < 0 || m > 59 || sec < 0 || sec >= 60 {
+		return 0, fmt.Errorf("%q is not hh:mm:ss", s)
+	}
+	d := time.Duration(days)*24*time.Hour + time.Duration(h)*time.Hour + time.Duration(m)*time.Minute +
+		time.Duration(sec*float64(time.Second))
+	if d <= 0 {
+		return 0, fmt.Errorf("%q is not a positive duration", s)
+	}
+	return d, nil
+}
