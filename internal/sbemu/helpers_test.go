@@ -1,0 +1,156 @@
+package sbemu_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/rs/zerolog"
+
+	"github.com/offpath/offpath/internal/azuritetest"
+	"github.com/offpath/offpath/internal/sbemu"
+)
+
+// One Azurite serves every test that does not restart it: starting one takes
+// seconds. Tests keep apart by queue name.
+var shared struct {
+	once sync.Once
+	az   *azuritetest.Azurite
+	err  error
+	dir  string
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.az != nil {
+		shared.az.Stop()
+		_ = os.RemoveAll(shared.dir)
+	}
+	os.Exit(code)
+}
+
+// sharedAzurite starts the shared Azurite on first use.
+func sharedAzurite(t *testing.T) *azuritetest.Azurite {
+	t.Helper()
+	shared.once.Do(func() {
+		bin, err := azuritetest.Binary()
+		if err != nil {
+			shared.err = err
+			return
+		}
+		if shared.dir, err = os.MkdirTemp("", "sbemu-azurite-"); err != nil {
+			shared.err = err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		shared.az, shared.err = azuritetest.Launch(ctx, bin, shared.dir, io.Discard)
+	})
+	if shared.err != nil {
+		t.Fatalf("azurite: %v", shared.err)
+	}
+	return shared.az
+}
+
+// newBroker returns a broker on az (the shared Azurite if nil) that logs to t.
+func newBroker(t *testing.T, az *azuritetest.Azurite, opts sbemu.Options) *sbemu.Broker {
+	t.Helper()
+	if az == nil {
+		az = sharedAzurite(t)
+	}
+	queues, err := azqueue.NewServiceClientFromConnectionString(az.ConnectionString(), nil)
+	if err != nil {
+		t.Fatalf("queue client: %v", err)
+	}
+	blobs, err := azblob.NewClientFromConnectionString(az.ConnectionString(), nil)
+	if err != nil {
+		t.Fatalf("blob client: %v", err)
+	}
+	opts.Logger = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
+	b, err := sbemu.New(queues, blobs, opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return b
+}
+
+// queueName returns a unique Service Bus queue name for the test.
+func queueName(t *testing.T) string {
+	t.Helper()
+	n := azuritetest.Name(t)
+	i := strings.LastIndex(n, "-")
+	base, suffix := n[:i], n[i:]
+	return strings.Trim(base[:min(len(base), 40)], "-") + suffix
+}
+
+// eventually polls cond until it holds or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %v", what, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// receiveWithin polls Receive until a message comes or timeout passes.
+func receiveWithin(t *testing.T, b *sbemu.Broker, queue string, timeout time.Duration) *sbemu.Delivery {
+	t.Helper()
+	var d *sbemu.Delivery
+	eventually(t, timeout, fmt.Sprintf("receive from %q", queue), func() (bool, error) {
+		var err error
+		d, err = b.Receive(context.Background(), queue)
+		return d != nil, err
+	})
+	return d
+}
+
+// mustSend sends m or fails the test.
+func mustSend(t *testing.T, b *sbemu.Broker, queue string, m sbemu.Message) {
+	t.Helper()
+	if err := b.Send(context.Background(), queue, m); err != nil {
+		t.Fatalf("Send(%q): %v", queue, err)
+	}
+}
+
+// process runs b.Process in the background until the test ends.
+func process(t *testing.T, b *sbemu.Broker, queue string, o sbemu.ProcessOptions, h sbemu.Handler) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Process(ctx, queue, o, h) }()
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() { cancel(); err = <-done })
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+// counts returns Count or fails the test.
+func counts(t *testing.T, b *sbemu.Broker, queue string) (active, dead int) {
+	t.Helper()
+	active, dead, err := b.Count(context.Background(), queue)
+	if err != nil {
+		t.Fatalf("Count(%q): %v", queue, err)
+	}
+	return active, dead
+}
