@@ -1,0 +1,192 @@
+package devhost_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/offpath/offpath/internal/azuritetest"
+)
+
+func TestDevhost_BlobFiresOncePerETag(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, azuritetest.Start(t), 10)
+	a := newApp(t, "", "blob-fn")
+	s.run(t, a)
+	ctx := context.Background()
+	if _, err := s.blobs.CreateContainer(ctx, a.container, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.blobs.UploadBuffer(ctx, a.container, "contoso/notes/a.txt", []byte("first"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.blobs.UploadBuffer(ctx, a.container, "toplevel.txt", []byte("no tenant"), nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, "the blob function", func() bool { return len(a.records(t, "blob-fn")) >= 1 })
+	time.Sleep(600 * time.Millisecond) // several more scans
+	recs := a.records(t, "blob-fn")
+	if len(recs) != 1 {
+		t.Fatalf("blob fired %d times, want once: %+v", len(recs), recs)
+	}
+	// Tokens bind greedily left to right, as the host's BindingTemplateSource does.
+	if r := recs[0]; r.Body != "first" || r.Tokens["tenant"] != "contoso/notes" || r.Tokens["name"] != "a.txt" || r.ETag == "" {
+		t.Errorf("record = %+v, want content, tokens tenant=contoso/notes name=a.txt and an ETag", r)
+	}
+
+	if _, err := s.blobs.UploadBuffer(ctx, a.container, "contoso/notes/a.txt", []byte("second"), nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, "the changed blob", func() bool { return len(a.records(t, "blob-fn")) >= 2 })
+	time.Sleep(600 * time.Millisecond)
+	recs = a.records(t, "blob-fn")
+	if len(recs) != 2 || recs[1].Body != "second" || recs[1].ETag == recs[0].ETag {
+		t.Fatalf("after the change: %+v, want exactly one more invocation with the new content and ETag", recs)
+	}
+}
+
+func TestDevhost_ServiceBusRetriesThenDeadLetters(t *testing.T) {
+	t.Parallel()
+	const maxDelivery = 3
+	s := newStack(t, azuritetest.Start(t), maxDelivery)
+	a := newApp(t, "", "sb-fn")
+	h, _ := s.run(t, a)
+
+	code, _, _ := do(t, http.MethodPost, h.URL()+"/devhost/servicebus/"+a.queue, "mkey", "please fail")
+	if code != http.StatusCreated {
+		t.Fatalf("send: status %d", code)
+	}
+	code, _, _ = do(t, http.MethodPost, h.URL()+"/devhost/servicebus/"+a.queue, "mkey", "hello")
+	if code != http.StatusCreated {
+		t.Fatalf("send: status %d", code)
+	}
+	eventually(t, 30*time.Second, "the dead letter", func() bool {
+		_, dead, err := s.broker.Count(context.Background(), a.queue)
+		return err == nil && dead == 1
+	})
+	var counts []int
+	for _, r := range a.records(t, "sb-fn") {
+		if r.Body == "please fail" {
+			counts = append(counts, r.DeliveryCount)
+		}
+	}
+	if len(counts) != maxDelivery || counts[0] != 1 || counts[1] != 2 || counts[2] != 3 {
+		t.Errorf("failing message delivered with DeliveryCount %v, want [1 2 3]", counts)
+	}
+	letters, err := s.broker.DeadLetters(context.Background(), a.queue, 10)
+	if err != nil || len(letters) != 1 || string(letters[0].Body) != "please fail" || letters[0].DeadLetterReason != "MaxDeliveryCountExceeded" {
+		t.Errorf("dead letters = %+v, %v", letters, err)
+	}
+	// The good message completed and its output arrived intact: "done" was
+	// sent base64-encoded, so the host decoded it back to "done".
+	eventually(t, 10*time.Second, "the output message", func() bool {
+		d, err := s.broker.Receive(context.Background(), a.queue+"-out")
+		if err != nil || d == nil {
+			return false
+		}
+		if string(d.Body) != "done" {
+			t.Errorf("output body = %q, want %q", d.Body, "done")
+		}
+		return true
+	})
+}
+
+func TestDevhost_MessageSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, azuritetest.Start(t), 10)
+	a := newApp(t, "", "sb-fn")
+	if err := s.broker.Send(context.Background(), a.queue, sbMessage("crash")); err != nil {
+		t.Fatal(err)
+	}
+	// The handler dies on "crash": the dev host restarts it, and the
+	// message, abandoned by the failed call, is redelivered until the
+	// handler behaves. We stop the dev host meanwhile and start another.
+	_, stop := s.run(t, a)
+	eventually(t, 15*time.Second, "the first delivery", func() bool { return len(a.records(t, "sb-fn")) >= 1 })
+	stop()
+	delivered := len(a.records(t, "sb-fn"))
+
+	b := newApp(t, "", "sb-fn")
+	b.queue = a.queue
+	rewriteQueue(t, b)
+	if err := s.broker.Send(context.Background(), a.queue, sbMessage("after restart")); err != nil {
+		t.Fatal(err)
+	}
+	s.run(t, b)
+	eventually(t, 20*time.Second, "delivery after restart", func() bool {
+		for _, r := range b.records(t, "sb-fn") {
+			if r.Body == "after restart" {
+				return true
+			}
+		}
+		return false
+	})
+	var crash []int
+	for _, r := range append(a.records(t, "sb-fn"), b.records(t, "sb-fn")...) {
+		if r.Body == "crash" {
+			crash = append(crash, r.DeliveryCount)
+		}
+	}
+	if len(crash) < delivered || len(crash) < 2 || crash[len(crash)-1] <= crash[0] {
+		t.Errorf("crash message deliveries %v: want it redelivered across the restart with a growing DeliveryCount", crash)
+	}
+}
+
+func TestDevhost_TimerOnScheduleAndAdmin(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, azuritetest.Start(t), 10)
+	a := newApp(t, "*/1 * * * * *", "timer-fn")
+	h, _ := s.run(t, a)
+	eventually(t, 10*time.Second, "two scheduled firings", func() bool { return len(a.records(t, "timer-fn")) >= 2 })
+	for _, r := range a.records(t, "timer-fn") {
+		if !r.HasStatus {
+			t.Errorf("timer fired without ScheduleStatus: %+v", r)
+		}
+	}
+
+	b := newApp(t, "0 0 0 1 1 *", "timer-fn") // yearly: only the admin call fires it
+	hb, _ := s.run(t, b)
+	if code, _, _ := do(t, http.MethodPost, hb.URL()+"/admin/functions/timer-fn", "fkey", `{}`); code != http.StatusUnauthorized {
+		t.Errorf("admin with a function key: status %d, want 401", code)
+	}
+	if code, _, _ := do(t, http.MethodPost, hb.URL()+"/admin/functions/timer-fn", "mkey", `{"input":""}`); code != http.StatusAccepted {
+		t.Errorf("admin fire: status %d, want 202", code)
+	}
+	eventually(t, 10*time.Second, "the admin firing", func() bool { return len(b.records(t, "timer-fn")) == 1 })
+	if code, _, _ := do(t, http.MethodPost, h.URL()+"/admin/functions/nope", "mkey", `{}`); code != http.StatusNotFound {
+		t.Errorf("admin on unknown function: status %d, want 404", code)
+	}
+}
+
+func TestDevhost_HTTPKeysAndModes(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, azuritetest.Start(t), 10)
+	a := newApp(t, "", "api", "echo")
+	h, _ := s.run(t, a)
+	tests := []struct {
+		name, method, path, key, body string
+		want                          int
+		contains                      string
+	}{
+		{"no key", http.MethodGet, "/api/v1/hello", "", "", http.StatusUnauthorized, ""},
+		{"wrong key", http.MethodGet, "/api/v1/hello", "nope", "", http.StatusUnauthorized, ""},
+		{"function key, forwarded with path and invocation id", http.MethodGet, "/api/v1/hello", "fkey", "", http.StatusOK, `"path":"/api/v1/hello","invocation":"`},
+		{"master key works too", http.MethodGet, "/api/v1/x", "mkey", "", http.StatusOK, `"path":"/api/v1/x"`},
+		{"code query", http.MethodGet, "/api/v1/q?code=fkey", "", "", http.StatusOK, `"path":"/api/v1/q"`},
+		{"envelope mode res", http.MethodPost, "/api/echo/42?q=1", "fkey", "ping", http.StatusCreated, "echo:ping"},
+		{"route constraint", http.MethodPost, "/api/echo/abc", "fkey", "ping", http.StatusNotFound, ""},
+		{"method not allowed by trigger", http.MethodGet, "/api/echo/42", "fkey", "", http.StatusNotFound, ""},
+		{"unknown route", http.MethodGet, "/api/nothing", "fkey", "", http.StatusNotFound, ""},
+	}
+	for _, tt := range tests {
+		code, body, _ := do(t, tt.method, h.URL()+tt.path, tt.key, tt.body)
+		if code != tt.want || !strings.Contains(body, tt.contains) {
+			t.Errorf("%s: %s %s = %d %q, want %d containing %q", tt.name, tt.method, tt.path, code, body, tt.want, tt.contains)
+		}
+	}
+	if recs := a.records(t, "echo"); len(recs) != 1 || recs[0].Body != "ping" || recs[0].Query != "1" {
+		t.Errorf("echo records = %+v, want one with body ping and q=1", recs)
+	}
+}
