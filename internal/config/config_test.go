@@ -1,7 +1,7 @@
 package config_test
 
 import (
-		"io/fs"
+	"io/fs"
 	"strings"
 	"testing"
 	"time"

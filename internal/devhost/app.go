@@ -31,14 +31,14 @@ type App struct {
 
 // HostConfig is the part of host.json the dev host honours.
 type HostConfig struct {
-	Executable         string   // customHandler.description.defaultExecutablePath
-	WorkingDirectory   string   // customHandler.description.workingDirectory
-	Arguments          []string // customHandler.description.arguments
-	Forwarding         bool     // customHandler.enableForwardingHttpRequest
-	FunctionTimeout    time.Duration
-	RoutePrefix        string // extensions.http.routePrefix, default "api"
-	MaxConcurrentCalls int    // extensions.serviceBus.maxConcurrentCalls, default 16
-	MaxAutoLockRenewal time.Duration
+	Executable          string   // customHandler.description.defaultExecutablePath
+	WorkingDirectory    string   // customHandler.description.workingDirectory
+	Arguments           []string // customHandler.description.arguments
+	Forwarding          bool     // customHandler.enableForwardingHttpRequest
+	FunctionTimeout     time.Duration
+	RoutePrefix         string // extensions.http.routePrefix, default "api"
+	MaxConcurrentCalls  int    // extensions.serviceBus.maxConcurrentCalls, default 16
+	MaxAutoLockRenewal  time.Duration
 	PoisonBlobThreshold int
 }
 

@@ -163,4 +163,3 @@ func (t *timer) saveStatus(ctx context.Context, s scheduleStatus) error {
 	}
 	return nil
 }
-

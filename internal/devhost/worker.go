@@ -2,7 +2,7 @@ package devhost
 
 import (
 	"context"
-		"fmt"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -204,4 +204,3 @@ func fileExists(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && !st.IsDir()
 }
-
