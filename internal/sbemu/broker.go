@@ -238,6 +238,15 @@ func (b *Broker) forget(name string, err error) {
 	}
 }
 
+// forgetContainer drops the memo of the container after a ContainerNotFound.
+func (b *Broker) forgetContainer(err error) {
+	if bloberror.HasCode(err, bloberror.ContainerNotFound) {
+		b.mu.Lock()
+		delete(b.created, "container:"+b.container)
+		b.mu.Unlock()
+	}
+}
+
 // newID returns 32 random hex digits, the shape of a GUID in "N" format.
 func newID() string {
 	var buf [16]byte

@@ -201,17 +201,17 @@ func TestBroker_DropsExpiredMessages(t *testing.T) {
 
 func TestBroker_LockExpiryRedeliversThenDeadLetters(t *testing.T) {
 	t.Parallel()
-	b := newBroker(t, nil, sbemu.Options{LockDuration: time.Second, MaxDeliveryCount: 2})
+	b := newBroker(t, nil, sbemu.Options{LockDuration: 2 * time.Second, MaxDeliveryCount: 2})
 	q := queueName(t)
 	mustSend(t, b, q, sbemu.Message{Body: []byte("crash")})
 	ctx := context.Background()
 
-	first := receiveWithin(t, b, q, time.Second)
+	first := receiveWithin(t, b, q, 10*time.Second)
 	if d, err := b.Receive(ctx, q); d != nil || err != nil {
 		t.Fatalf("Receive while locked = %v, %v; want nil, nil", d, err)
 	}
 	// The consumer "crashes": the lock expires and the message comes back.
-	second := receiveWithin(t, b, q, 3*time.Second)
+	second := receiveWithin(t, b, q, 10*time.Second)
 	if first.DeliveryCount != 1 || second.DeliveryCount != 2 || second.MessageID != first.MessageID {
 		t.Fatalf("deliveries %d then %d of %q/%q; want 1 then 2 of one message",
 			first.DeliveryCount, second.DeliveryCount, first.MessageID, second.MessageID)
@@ -222,7 +222,7 @@ func TestBroker_LockExpiryRedeliversThenDeadLetters(t *testing.T) {
 	// Its second lock expires too: past MaxDeliveryCount, the next receive
 	// dead-letters it instead of delivering it.
 	time.Sleep(time.Until(second.LockedUntil()))
-	eventually(t, 3*time.Second, "dead-lettering after lock expiry", func() (bool, error) {
+	eventually(t, 10*time.Second, "dead-lettering after lock expiry", func() (bool, error) {
 		d, err := b.Receive(ctx, q)
 		if d != nil {
 			t.Fatalf("Receive delivered %q a third time with DeliveryCount %d", d.MessageID, d.DeliveryCount)
@@ -245,14 +245,14 @@ func TestBroker_LockExpiryRedeliversThenDeadLetters(t *testing.T) {
 
 func TestBroker_RenewLockKeepsMessageHidden(t *testing.T) {
 	t.Parallel()
-	b := newBroker(t, nil, sbemu.Options{LockDuration: time.Second})
+	b := newBroker(t, nil, sbemu.Options{LockDuration: 2 * time.Second})
 	q := queueName(t)
 	mustSend(t, b, q, sbemu.Message{Body: []byte("slow")})
 	ctx := context.Background()
-	d := receiveWithin(t, b, q, time.Second)
-	end := time.Now().Add(2500 * time.Millisecond) // two and a half lock durations
+	d := receiveWithin(t, b, q, 10*time.Second)
+	end := time.Now().Add(3 * time.Second) // one and a half lock durations
 	for time.Now().Before(end) {
-		time.Sleep(400 * time.Millisecond)
+		time.Sleep(500 * time.Millisecond)
 		if err := b.RenewLock(ctx, d); err != nil {
 			t.Fatalf("RenewLock: %v", err)
 		}
@@ -265,5 +265,34 @@ func TestBroker_RenewLockKeepsMessageHidden(t *testing.T) {
 	}
 	if err := b.RenewLock(ctx, d); !errors.Is(err, sbemu.ErrLockLost) {
 		t.Errorf("RenewLock after Complete: error = %v, want ErrLockLost", err)
+	}
+}
+
+func TestSend_SequenceNumbersAcrossBrokers(t *testing.T) {
+	t.Parallel()
+	brokers := []*sbemu.Broker{newBroker(t, nil, sbemu.Options{}), newBroker(t, nil, sbemu.Options{})}
+	q := queueName(t)
+	const each = 8
+	errs := make(chan error, len(brokers)*each)
+	for _, b := range brokers {
+		for range each {
+			go func() { errs <- b.Send(context.Background(), q, sbemu.Message{Body: []byte("x")}) }()
+		}
+	}
+	for range len(brokers) * each {
+		if err := <-errs; err != nil {
+			t.Fatalf("Send: %v", err)
+		}
+	}
+	seen := map[int64]bool{}
+	for range len(brokers) * each {
+		d, err := brokers[0].Receive(context.Background(), q)
+		if err != nil || d == nil {
+			t.Fatalf("Receive = %v, %v; want a message", d, err)
+		}
+		if seen[d.SequenceNumber] || d.SequenceNumber < 1 || d.SequenceNumber > int64(len(brokers)*each) {
+			t.Errorf("SequenceNumber %d repeated or outside 1..%d", d.SequenceNumber, len(brokers)*each)
+		}
+		seen[d.SequenceNumber] = true
 	}
 }

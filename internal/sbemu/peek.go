@@ -39,7 +39,7 @@ func (b *Broker) DeadLetters(ctx context.Context, queue string, limit int) ([]De
 			return nil, fmt.Errorf("peek dead letters of %q: %w", queue, err)
 		}
 		if bad != nil {
-			env = &envelope{Body: []byte(text), MessageID: deref(m.MessageID)}
+			env = &envelope{Body: []byte(text), MessageID: deref(m.MessageID), EnqueuedTime: deref(m.InsertionTime).UTC()}
 			w.DeadLetter = &deadLetter{Reason: ReasonUndecodable, Description: bad.Error(), Source: e.name}
 		}
 		out = append(out, *delivery(env, w.DeadLetter, e.path(), int(deref(m.DequeueCount))))

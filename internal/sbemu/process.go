@@ -25,12 +25,14 @@ const (
 	// settleTimeout bounds a settle or renew call, which runs on a context
 	// that outlives Process's.
 	settleTimeout = 30 * time.Second
+	// minRenewWait keeps a failing renewal from spinning.
+	minRenewWait = 50 * time.Millisecond
 )
 
 // ProcessOptions mirror the host.json settings of a serviceBusTrigger.
 type ProcessOptions struct {
 	// MaxConcurrentCalls caps the handlers in flight (maxConcurrentCalls).
-	// Default 16.
+	// Default (and for 0 or less) 16.
 	MaxConcurrentCalls int
 	// MaxAutoLockRenewal is how long after receipt the lock of a running
 	// handler's message is still renewed (maxAutoLockRenewalDuration). A
@@ -39,7 +41,7 @@ type ProcessOptions struct {
 	// renewal.
 	MaxAutoLockRenewal time.Duration
 	// PollInterval is the longest wait between receives on an empty queue
-	// (or after an error). Default 1 second.
+	// (or after an error). Default (and for 0 or less) 1 second.
 	PollInterval time.Duration
 }
 
@@ -65,9 +67,15 @@ func (b *Broker) Process(ctx context.Context, queue string, o ProcessOptions, ha
 	if handle == nil {
 		return errors.New("sbemu: process: nil handler")
 	}
-	o.MaxConcurrentCalls = orDefault(o.MaxConcurrentCalls, DefaultMaxConcurrentCalls)
-	o.MaxAutoLockRenewal = orDefault(o.MaxAutoLockRenewal, DefaultMaxAutoLockRenewal)
-	o.PollInterval = orDefault(o.PollInterval, DefaultPollInterval)
+	if o.MaxConcurrentCalls <= 0 {
+		o.MaxConcurrentCalls = DefaultMaxConcurrentCalls
+	}
+	if o.MaxAutoLockRenewal == 0 {
+		o.MaxAutoLockRenewal = DefaultMaxAutoLockRenewal
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = DefaultPollInterval
+	}
 
 	slots := make(chan struct{}, o.MaxConcurrentCalls)
 	var wg sync.WaitGroup
@@ -144,20 +152,22 @@ func call(ctx context.Context, d *Delivery, handle Handler, log zerolog.Logger) 
 	return handle(ctx, d)
 }
 
-// autoRenew renews d's lock every half lock duration until stop is closed or
-// limit has passed since receipt.
+// autoRenew renews d's lock, each time half of what is left of it has
+// passed, until stop is closed or limit has passed since receipt. Renewing
+// by what is left rather than on a fixed tick absorbs slow renewals.
 func (b *Broker) autoRenew(ctx context.Context, d *Delivery, limit time.Duration, stop <-chan struct{}, log zerolog.Logger) {
 	if limit < 0 {
 		return
 	}
 	deadline := time.Now().Add(limit)
-	ticker := time.NewTicker(b.lock / 2)
-	defer ticker.Stop()
 	for {
+		wait := max(time.Until(d.LockedUntil())/2, minRenewWait)
+		t := time.NewTimer(wait)
 		select {
 		case <-stop:
+			t.Stop()
 			return
-		case now := <-ticker.C:
+		case now := <-t.C:
 			if now.After(deadline) {
 				return
 			}
@@ -188,12 +198,4 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
-}
-
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }

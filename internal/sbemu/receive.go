@@ -2,6 +2,7 @@ package sbemu
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -38,6 +39,9 @@ func (b *Broker) Receive(ctx context.Context, queue string) (*Delivery, error) {
 			return nil, nil
 		}
 		d, err := b.accept(ctx, e, resp.Messages[0], start.Add(b.lock))
+		if errors.Is(err, ErrLockLost) {
+			continue // it took too long to drop or dead-letter; whoever has it now will
+		}
 		if err != nil {
 			return nil, fmt.Errorf("receive from %q: %w", queue, err)
 		}
@@ -66,7 +70,7 @@ func (b *Broker) accept(ctx context.Context, e entity, m *azqueue.DequeuedMessag
 	}
 	log := b.log.With().Str("queue", e.path()).Str("storage_id", ls.storageID).Int("delivery_count", ls.dequeues).Logger()
 	if bad != nil {
-		env = &envelope{Body: []byte(ls.text), MessageID: ls.storageID}
+		env = &envelope{Body: []byte(ls.text), MessageID: ls.storageID, EnqueuedTime: deref(m.InsertionTime).UTC()}
 		dl := deadLetter{Reason: ReasonUndecodable, Description: bad.Error(), Source: e.name, DeliveryCount: ls.dequeues - 1}
 		if !e.dead {
 			log.Warn().Str("reason", dl.Reason).Str("description", dl.Description).Msg("sbemu: dead-lettering a message")

@@ -81,6 +81,7 @@ func (b *Broker) put(ctx context.Context, queue string, w wire) error {
 		}
 		name := "messages/" + queue + "/" + newID() + ".json"
 		if _, err := b.blobs.UploadBuffer(ctx, b.container, name, data, nil); err != nil {
+			b.forgetContainer(err)
 			return fmt.Errorf("upload message blob %q: %w", name, err)
 		}
 		uploaded = name
@@ -141,6 +142,7 @@ func (b *Broker) nextSequence(ctx context.Context, name string) (int64, error) {
 		switch {
 		case bloberror.HasCode(err, bloberror.BlobNotFound):
 		case err != nil:
+			b.forgetContainer(err)
 			return 0, fmt.Errorf("read sequence counter %q: %w", counter, err)
 		default:
 			data, err := io.ReadAll(resp.Body)
@@ -161,6 +163,7 @@ func (b *Broker) nextSequence(ctx context.Context, name string) (int64, error) {
 			continue // another broker won; read again
 		}
 		if err != nil {
+			b.forgetContainer(err)
 			return 0, fmt.Errorf("write sequence counter %q: %w", counter, err)
 		}
 		return last + 1, nil

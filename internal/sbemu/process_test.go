@@ -1,0 +1,244 @@
+package sbemu_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/offpath/offpath/internal/sbemu"
+)
+
+// fast polls often, so that tests do not wait for the 1 s default.
+func fast() sbemu.ProcessOptions { return sbemu.ProcessOptions{PollInterval: 50 * time.Millisecond} }
+
+func TestProcess_FailingHandlerIsRedeliveredThenDeadLettered(t *testing.T) {
+	t.Parallel()
+	b := newBroker(t, nil, sbemu.Options{MaxDeliveryCount: 3}) // Abandon redelivers at once: no lock runs out
+	q := queueName(t)
+	mustSend(t, b, q, sbemu.Message{Body: []byte("poison"), MessageID: "poison-1", ApplicationProperties: map[string]any{"tenant": "contoso"}})
+
+	var mu sync.Mutex
+	var seen []int
+	process(t, b, q, fast(), func(_ context.Context, d *sbemu.Delivery) error {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, d.DeliveryCount)
+		return fmt.Errorf("model returned 503 on attempt %d", d.DeliveryCount)
+	})
+	ctx := context.Background()
+	eventually(t, 10*time.Second, "dead-lettering", func() (bool, error) {
+		_, dead, err := b.Count(ctx, q)
+		return dead == 1, err
+	})
+	mu.Lock()
+	got := slices.Clone(seen)
+	mu.Unlock()
+	if !slices.Equal(got, []int{1, 2, 3}) {
+		t.Errorf("handler saw DeliveryCount %v, want [1 2 3]", got)
+	}
+	if active, _ := counts(t, b, q); active != 0 {
+		t.Errorf("%d messages left in the queue, want 0", active)
+	}
+
+	// The dead letter can be peeked, and received from the DLQ like on Service Bus.
+	dls, err := b.DeadLetters(ctx, q, 10)
+	if err != nil || len(dls) != 1 {
+		t.Fatalf("DeadLetters = %v, %v; want one", dls, err)
+	}
+	d := receiveWithin(t, b, q+sbemu.DeadLetterSuffix, 10*time.Second)
+	for _, dl := range []sbemu.Delivery{dls[0], *d} {
+		if dl.MessageID != "poison-1" || string(dl.Body) != "poison" || dl.ApplicationProperties["tenant"] != "contoso" {
+			t.Errorf("dead letter %q %q %v, want the sent message", dl.MessageID, dl.Body, dl.ApplicationProperties)
+		}
+		if dl.DeadLetterReason != sbemu.ReasonMaxDeliveryCountExceeded || dl.DeadLetterSource != q ||
+			!strings.Contains(dl.DeadLetterErrorDescription, "after 3 delivery attempts") ||
+			!strings.Contains(dl.DeadLetterErrorDescription, "503 on attempt 3") {
+			t.Errorf("dead letter reason %q, source %q, description %q; want %q from %q with the last error",
+				dl.DeadLetterReason, dl.DeadLetterSource, dl.DeadLetterErrorDescription, sbemu.ReasonMaxDeliveryCountExceeded, q)
+		}
+	}
+	if dls[0].DeliveryCount != 3 || d.DeliveryCount != 4 || d.Queue != q+sbemu.DeadLetterSuffix {
+		t.Errorf("DeliveryCount peeked %d, received from %q %d; want 3 and 4 from the DLQ", dls[0].DeliveryCount, d.Queue, d.DeliveryCount)
+	}
+	// Abandoning in the DLQ never dead-letters again; Complete removes it.
+	if err := b.Abandon(ctx, d, "still broken"); err != nil {
+		t.Fatalf("Abandon in the DLQ: %v", err)
+	}
+	d = receiveWithin(t, b, q+sbemu.DeadLetterSuffix, 10*time.Second)
+	if err := b.Complete(ctx, d); err != nil {
+		t.Fatalf("Complete in the DLQ: %v", err)
+	}
+	if active, dead := counts(t, b, q); active != 0 || dead != 0 {
+		t.Errorf("Count = %d, %d; want 0, 0", active, dead)
+	}
+}
+
+func TestProcess_RespectsMaxConcurrentCalls(t *testing.T) {
+	t.Parallel()
+	b := newBroker(t, nil, sbemu.Options{})
+	q := queueName(t)
+	const messages, limit = 10, 3
+	for i := range messages {
+		mustSend(t, b, q, sbemu.Message{Body: fmt.Appendf(nil, "m%d", i)})
+	}
+	var inFlight, most, done atomic.Int32
+	o := fast()
+	o.MaxConcurrentCalls = limit
+	process(t, b, q, o, func(context.Context, *sbemu.Delivery) error {
+		n := inFlight.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(150 * time.Millisecond)
+		inFlight.Add(-1)
+		done.Add(1)
+		return nil
+	})
+	eventually(t, 10*time.Second, "processing every message", func() (bool, error) {
+		return done.Load() == messages, nil
+	})
+	if got := most.Load(); got != limit {
+		t.Errorf("at most %d handlers ran at once, want exactly MaxConcurrentCalls = %d", got, limit)
+	}
+	eventually(t, 10*time.Second, "completing every message", func() (bool, error) {
+		active, dead, err := b.Count(context.Background(), q)
+		return active == 0 && dead == 0, err
+	})
+}
+
+func TestProcess_RenewsTheLockOfASlowHandler(t *testing.T) {
+	t.Parallel()
+	b := newBroker(t, nil, sbemu.Options{LockDuration: 2 * time.Second})
+	other := newBroker(t, nil, sbemu.Options{}) // a competing consumer
+	q := queueName(t)
+	mustSend(t, b, q, sbemu.Message{Body: []byte("slow")})
+
+	var calls atomic.Int32
+	started := make(chan struct{})
+	process(t, b, q, fast(), func(context.Context, *sbemu.Delivery) error {
+		if calls.Add(1) == 1 {
+			close(started)
+		}
+		time.Sleep(3 * time.Second) // one and a half lock durations
+		return nil
+	})
+	<-started
+	ctx := context.Background()
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if d, err := other.Receive(ctx, q); d != nil || err != nil {
+			t.Fatalf("another consumer received %+v, %v while the handler ran; want nil, nil", d, err)
+		}
+	}
+	eventually(t, 10*time.Second, "completion", func() (bool, error) {
+		active, _, err := b.Count(ctx, q)
+		return active == 0, err
+	})
+	if n := calls.Load(); n != 1 {
+		t.Errorf("handler called %d times, want 1", n)
+	}
+}
+
+func TestProcess_LockLapsesAfterMaxAutoLockRenewal(t *testing.T) {
+	t.Parallel()
+	b := newBroker(t, nil, sbemu.Options{LockDuration: time.Second})
+	q := queueName(t)
+	mustSend(t, b, q, sbemu.Message{Body: []byte("too slow")})
+
+	release := make(chan struct{})
+	deliveries := make(chan int, 4)
+	o := fast()
+	o.MaxConcurrentCalls, o.MaxAutoLockRenewal = 2, time.Second
+	process(t, b, q, o, func(_ context.Context, d *sbemu.Delivery) error {
+		deliveries <- d.DeliveryCount
+		<-release
+		return nil
+	})
+	defer close(release)
+	for want := 1; want <= 2; want++ {
+		select {
+		case got := <-deliveries:
+			if got != want {
+				t.Fatalf("delivery %d has DeliveryCount %d", want, got)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no delivery %d: the lock should lapse after MaxAutoLockRenewal while the handler still runs", want)
+		}
+	}
+}
+
+func TestProcess_PanicAbandons(t *testing.T) {
+	t.Parallel()
+	b := newBroker(t, nil, sbemu.Options{})
+	q := queueName(t)
+	mustSend(t, b, q, sbemu.Message{Body: []byte("boom")})
+	var calls atomic.Int32
+	process(t, b, q, fast(), func(_ context.Context, d *sbemu.Delivery) error {
+		if calls.Add(1) == 1 {
+			panic("handler bug")
+		}
+		if d.DeliveryCount != 2 {
+			return fmt.Errorf("DeliveryCount %d after a panic, want 2", d.DeliveryCount)
+		}
+		return nil
+	})
+	eventually(t, 10*time.Second, "completion after the panic", func() (bool, error) {
+		active, dead, err := b.Count(context.Background(), q)
+		return active == 0 && dead == 0, err
+	})
+	if n := calls.Load(); n != 2 {
+		t.Errorf("handler called %d times, want 2", n)
+	}
+}
+
+func TestProcess_StopAbandonsMessagesCutOff(t *testing.T) {
+	t.Parallel()
+	b := newBroker(t, nil, sbemu.Options{}) // a one-minute lock: only Abandon can bring it back quickly
+	q := queueName(t)
+	mustSend(t, b, q, sbemu.Message{Body: []byte("in flight")})
+	running := make(chan struct{})
+	stop := process(t, b, q, fast(), func(ctx context.Context, _ *sbemu.Delivery) error {
+		close(running)
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	<-running
+	if err := stop(); err != nil {
+		t.Fatalf("Process returned %v after its context ended, want nil", err)
+	}
+	d, err := b.Receive(context.Background(), q)
+	if err != nil || d == nil {
+		t.Fatalf("Receive after stop = %v, %v; want the abandoned message at once", d, err)
+	}
+	if d.DeliveryCount != 2 {
+		t.Errorf("DeliveryCount = %d, want 2", d.DeliveryCount)
+	}
+}
+
+func TestProcess_HandlerMaySettleItself(t *testing.T) {
+	t.Parallel()
+	b := newBroker(t, nil, sbemu.Options{})
+	q := queueName(t)
+	mustSend(t, b, q, sbemu.Message{Body: []byte("self")})
+	settled := make(chan error, 1)
+	process(t, b, q, fast(), func(ctx context.Context, d *sbemu.Delivery) error {
+		settled <- b.Complete(ctx, d)
+		return errors.New("ignored: already completed")
+	})
+	select {
+	case err := <-settled:
+		if err != nil {
+			t.Fatalf("Complete inside the handler: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("handler not called")
+	}
+	time.Sleep(200 * time.Millisecond)
+	if active, dead := counts(t, b, q); active != 0 || dead != 0 {
+		t.Errorf("Count = %d, %d; want 0, 0", active, dead)
+	}
+}
