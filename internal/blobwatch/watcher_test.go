@@ -1,0 +1,385 @@
+package blobwatch
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+
+	"github.com/offpath/offpath/internal/azuritetest"
+)
+
+func TestScan_FiresOncePerETag(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.watcher(Options{})
+	p := e.pattern(t, "{name}")
+	var r recorder
+	first := e.put(t, "a.txt", "one", nil)
+
+	for i := range 3 {
+		st := scan(t, w, "Ingest", p, &r)
+		if want := (Stats{Matched: 1, Fired: min(1, 1-i), Succeeded: min(1, 1-i)}); i > 0 && st != (Stats{Matched: 1}) || i == 0 && st != want {
+			t.Fatalf("scan %d: stats %+v", i+1, st)
+		}
+	}
+	if got := r.all(); len(got) != 1 || got[0].ETag != first {
+		t.Fatalf("after 3 scans: %d calls %+v, want 1 for ETag %s", len(got), got, first)
+	}
+	receipt := "blobreceipts/devhost/Host.Functions.Ingest/" + strings.Trim(first, `"`) + "/" + e.container + "/a.txt"
+	props, err := e.blobs.ServiceClient().NewContainerClient("azure-webjobs-hosts").NewBlobClient(receipt).GetProperties(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("receipt %s: %v", receipt, err)
+	}
+	if len(props.Metadata) != 0 {
+		t.Errorf("completed receipt has metadata %v, want none (the host reads no Incomplete key as complete)", props.Metadata)
+	}
+
+	second := e.put(t, "a.txt", "two", nil) // overwrite: new ETag
+	if second == first {
+		t.Fatalf("overwrite kept ETag %s", first)
+	}
+	scan(t, w, "Ingest", p, &r)
+	scan(t, w, "Ingest", p, &r)
+	if got := r.all(); len(got) != 2 || got[1].ETag != second || got[1].Attempt != 1 {
+		t.Fatalf("after overwrite: %d calls %+v, want a second one for ETag %s", len(got), got, second)
+	}
+
+	// Receipts are per function: another function sees the blob afresh.
+	var other recorder
+	scan(t, w, "Archive", p, &other)
+	if len(other.all()) != 1 {
+		t.Fatalf("function Archive: %d calls, want 1", len(other.all()))
+	}
+}
+
+func TestScan_OnlyMatchingBlobsFire(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.watcher(Options{})
+	for _, name := range []string{"x.txt", "x.csv", "x.csv.bak", "sub/y.csv", "Z.CSV"} {
+		e.put(t, name, "data", nil)
+	}
+	var r recorder
+	st := scan(t, w, "Csv", e.pattern(t, "{name}.csv"), &r)
+	if got, want := r.names(), []string{"sub/y.csv", "x.csv"}; !slices.Equal(got, want) {
+		t.Fatalf("fired for %q, want %q", got, want)
+	}
+	if st.Matched != 2 || st.Fired != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+	// A literal prefix lists only under it, and matches only there.
+	var pre recorder
+	scan(t, w, "Sub", e.pattern(t, "sub/{name}"), &pre)
+	if got := pre.names(); !slices.Equal(got, []string{"sub/y.csv"}) {
+		t.Fatalf("prefix pattern fired for %q", got)
+	}
+}
+
+func TestScan_BindsTokensAndProperties(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.watcher(Options{})
+	etag := e.put(t, "acme/report 1.pdf", "%PDF-1.7", &azblob.UploadBufferOptions{
+		HTTPHeaders: &blob.HTTPHeaders{BlobContentType: ptr("application/pdf")},
+		Metadata:    map[string]*string{"Source": ptr("erp")},
+	})
+	var r recorder
+	scan(t, w, "Ingest", e.pattern(t, "{tenant}/{name}"), &r)
+	calls := r.all()
+	if len(calls) != 1 {
+		t.Fatalf("%d calls, want 1", len(calls))
+	}
+	b := calls[0]
+	if b.Tokens["tenant"] != "acme" || b.Tokens["name"] != "report 1.pdf" || len(b.Tokens) != 2 {
+		t.Errorf("Tokens = %v", b.Tokens)
+	}
+	if b.Container != e.container || b.Name != "acme/report 1.pdf" || b.ETag != etag || b.Attempt != 1 {
+		t.Errorf("blob = %+v, want ETag %s", b, etag)
+	}
+	if want := e.az.BlobURL + "/" + e.container + "/acme%2Freport%201.pdf"; b.URL != want {
+		t.Errorf("URL = %q, want %q", b.URL, want)
+	}
+	pr := b.Properties
+	if pr.BlobType != "BlockBlob" || pr.ContentLength != 8 || pr.ContentType != "application/pdf" ||
+		len(pr.ContentMD5) != 16 || pr.LastModified.IsZero() || pr.CreatedOn.IsZero() || pr.LastModified.Location() != time.UTC {
+		t.Errorf("Properties = %+v", pr)
+	}
+	if b.Metadata["source"] != "erp" || len(b.Metadata) != 1 {
+		t.Errorf("Metadata = %v, want source=erp", b.Metadata)
+	}
+	// The ETag is the one a download reports, so If-Match works with it.
+	got, err := e.blobs.ServiceClient().NewContainerClient(e.container).NewBlobClient(b.Name).GetProperties(context.Background(), nil)
+	if err != nil || string(*got.ETag) != b.ETag {
+		t.Errorf("GetProperties ETag = %v (%v), want %s", got.ETag, err, b.ETag)
+	}
+}
+
+func TestScan_PoisonsAfterMaxTries(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.watcher(Options{HostID: "poison-host"})
+	p := e.pattern(t, "{name}")
+	etag := e.put(t, "bad.json", "{", nil)
+	e.put(t, "good.json", "{}", nil)
+	r := recorder{fail: func(b Blob) error {
+		if b.Name == "bad.json" {
+			return errors.New("malformed")
+		}
+		return nil
+	}}
+
+	for i := 1; i <= 5; i++ {
+		st := scan(t, w, "Parse", p, &r)
+		if st.Failed != 1 || st.Poisoned != min(1, i/5) {
+			t.Fatalf("scan %d: stats %+v", i, st)
+		}
+		if msgs := e.poisonMessagesIfAny(t); len(msgs) != i/5 {
+			t.Fatalf("after scan %d: %d poison messages", i, len(msgs))
+		}
+	}
+	var attempts []int
+	for _, b := range r.all() {
+		if b.Name == "bad.json" {
+			attempts = append(attempts, b.Attempt)
+		}
+	}
+	if !slices.Equal(attempts, []int{1, 2, 3, 4, 5}) {
+		t.Fatalf("bad.json attempts %v, want 1..5", attempts)
+	}
+	msgs := e.poisonMessages(t)
+	want := poisonMessage{Type: "BlobTrigger", FunctionID: "Host.Functions.Parse", BlobType: "BlockBlob",
+		ContainerName: e.container, BlobName: "bad.json", ETag: strings.Trim(etag, `"`)}
+	if len(msgs) != 1 || msgs[0] != want {
+		t.Fatalf("poison messages %+v, want [%+v]", msgs, want)
+	}
+
+	// Poisoned: no more tries, no more messages.
+	before := len(r.all())
+	scan(t, w, "Parse", p, &r)
+	scan(t, w, "Parse", p, &r)
+	if len(r.all()) != before || len(e.poisonMessages(t)) != 1 {
+		t.Fatalf("poisoned blob was retried: %d calls, was %d", len(r.all()), before)
+	}
+	// A new version is a new blob to the trigger.
+	e.put(t, "bad.json", "{}", nil)
+	r.fail = nil
+	scan(t, w, "Parse", p, &r)
+	if last := r.all()[len(r.all())-1]; last.Name != "bad.json" || last.Attempt != 1 {
+		t.Fatalf("new version: last call %+v", last)
+	}
+}
+
+// poisonMessagesIfAny is poisonMessages, with a missing queue read as empty.
+func (e env) poisonMessagesIfAny(t *testing.T) []poisonMessage {
+	t.Helper()
+	if _, err := e.queues.NewQueueClient(poisonQueue).GetProperties(context.Background(), nil); err != nil {
+		return nil
+	}
+	return e.poisonMessages(t)
+}
+
+func TestScan_ReceiptsSurviveRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	e := envOn(t, azuritetest.StartIn(t, dir), azuritetest.Name(t))
+	p := e.pattern(t, "{name}")
+	e.put(t, "done.txt", "ok", nil)
+	e.put(t, "flaky.txt", "no", nil)
+	r := recorder{fail: func(b Blob) error {
+		if b.Name == "flaky.txt" {
+			return errors.New("downstream unavailable")
+		}
+		return nil
+	}}
+	w := e.watcher(Options{})
+	scan(t, w, "Ingest", p, &r)
+	scan(t, w, "Ingest", p, &r)
+	e.az.Stop()
+
+	again := envOn(t, azuritetest.StartIn(t, dir), e.container)
+	var after recorder
+	scan(t, again.watcher(Options{}), "Ingest", p, &after)
+	got := after.all()
+	if len(got) != 1 || got[0].Name != "flaky.txt" || got[0].Attempt != 3 {
+		t.Fatalf("after restart: calls %+v, want only flaky.txt at attempt 3", got)
+	}
+}
+
+func TestScan_HostileNames(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.watcher(Options{})
+	names := []string{
+		"données/漢字 é.txt",
+		"with  two spaces .txt",
+		"a/../b.txt",
+		"./dot",
+		"../up",
+		"trailing.",
+		"q?#%&+=;@.txt",
+		"emoji 🚀/x",
+		"tab\tname",
+		strings.Repeat("long/", 150) + "end", // 753 characters, 151 segments
+		strings.Repeat("ü", 500),             // 1000 bytes of UTF-8
+	}
+	for _, n := range names {
+		e.put(t, n, "x", nil)
+	}
+	var r recorder
+	scan(t, w, "Ingest", e.pattern(t, "{name}"), &r)
+	scan(t, w, "Ingest", e.pattern(t, "{name}"), &r)
+	got := r.names()
+	slices.Sort(got)
+	want := slices.Clone(names)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("fired for %q\nwant each once: %q", got, want)
+	}
+	for _, b := range r.all() {
+		if b.Tokens["name"] != b.Name {
+			t.Errorf("name token %q for blob %q", b.Tokens["name"], b.Name)
+		}
+	}
+}
+
+func TestScan_MissingContainerIsNothingToDo(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	missing := azuritetest.Name(t)
+	p, err := ParsePath(missing + "/{name}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r recorder
+	if st := scan(t, e.watcher(Options{}), "Ingest", p, &r); st != (Stats{}) {
+		t.Fatalf("stats %+v, want none", st)
+	}
+	_, err = e.blobs.ServiceClient().NewContainerClient(missing).GetProperties(context.Background(), nil)
+	if !bloberror.HasCode(err, bloberror.ContainerNotFound) {
+		t.Fatalf("container properties: %v, want ContainerNotFound (Scan must not create it)", err)
+	}
+}
+
+func TestScan_ReadsEveryPage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.watcher(Options{})
+	w.pageSize = 2
+	for _, n := range []string{"1", "2", "3", "4", "5"} {
+		e.put(t, n, n, nil)
+	}
+	var r recorder
+	if st := scan(t, w, "Ingest", e.pattern(t, "{name}"), &r); st.Fired != 5 {
+		t.Fatalf("stats %+v, want 5 fired over 3 pages", st)
+	}
+}
+
+func TestScan_ConcurrentScansFireOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.watcher(Options{})
+	e.put(t, "a", "a", nil)
+	var r recorder
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { scan(t, w, "Ingest", e.pattern(t, "{name}"), &r) })
+	}
+	wg.Wait()
+	if n := len(r.all()); n != 1 {
+		t.Fatalf("%d calls from 4 concurrent scans, want 1", n)
+	}
+}
+
+func TestScan_ShutdownIsNotATry(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.watcher(Options{})
+	p := e.pattern(t, "{name}")
+	e.put(t, "a", "a", nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err := w.Scan(ctx, "Ingest", p, func(ctx context.Context, _ Blob) error {
+		cancel()
+		return ctx.Err()
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Scan error %v, want context.Canceled", err)
+	}
+	var r recorder
+	scan(t, w, "Ingest", p, &r)
+	if got := r.all(); len(got) != 1 || got[0].Attempt != 1 {
+		t.Fatalf("after an interrupted try: %+v, want attempt 1 again", got)
+	}
+}
+
+func TestScan_RefusesBadArguments(t *testing.T) {
+	t.Parallel()
+	w := New(nil, nil, Options{})
+	hosts, err := ParsePath("azure-webjobs-hosts/{name}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inbox, _ := ParsePath("inbox/{name}")
+	for _, c := range []struct {
+		function string
+		p        Pattern
+		want     string
+	}{
+		{"Ingest", hosts, "receipts"},
+		{"Ingest", Pattern{}, "empty pattern"},
+		{"", inbox, "no function"},
+	} {
+		if _, err := w.Scan(context.Background(), c.function, c.p, nil); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Scan(%q, %q) error %v, want %q", c.function, c.p, err, c.want)
+		}
+		if err := w.Watch(context.Background(), c.function, c.p, nil); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Watch(%q, %q) error %v, want %q", c.function, c.p, err, c.want)
+		}
+	}
+}
+
+func TestWatch_PollsUntilCancelled(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.watcher(Options{PollInterval: 20 * time.Millisecond})
+	fired := make(chan string, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- w.Watch(ctx, "Ingest", e.pattern(t, "{name}"), func(_ context.Context, b Blob) error {
+			fired <- b.Name
+			return nil
+		})
+	}()
+	for _, name := range []string{"first", "second"} {
+		e.put(t, name, name, nil)
+		select {
+		case got := <-fired:
+			if got != name {
+				t.Fatalf("fired for %q, want %q", got, name)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("Watch did not fire for %q", name)
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Watch returned %v, want nil on cancel", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Watch did not return after cancel")
+	}
+	if len(fired) != 0 {
+		t.Fatalf("extra firings: %d", len(fired))
+	}
+}
