@@ -40,7 +40,10 @@ type Delivery struct {
 	// LockToken identifies this delivery; it changes on every delivery.
 	LockToken string
 
-	// Set on dead-lettered messages.
+	// Set on dead-lettered messages. DeadLetterSource is the queue the
+	// message was dead-lettered from; Service Bus itself sets it only on
+	// dead letters auto-forwarded to another entity, so a dev host imitating
+	// the trigger on a dead-letter queue should not pass it on.
 	DeadLetterReason           string
 	DeadLetterErrorDescription string
 	DeadLetterSource           string

@@ -38,7 +38,7 @@ type ProcessOptions struct {
 	// handler's message is still renewed (maxAutoLockRenewalDuration). A
 	// handler that runs longer loses its lock and the message is delivered
 	// again while it runs, as on Azure. Default 5 minutes; negative disables
-	// renewal.
+	// renewal (so host.json's "00:00:00" maps to a negative value here).
 	MaxAutoLockRenewal time.Duration
 	// PollInterval is the longest wait between receives on an empty queue
 	// (or after an error). Default (and for 0 or less) 1 second.
