@@ -137,6 +137,10 @@ func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 // LoadApp reads the app folder at root, validating what the dev host serves.
 // getenv supplies settings that local.settings.json does not.
 func LoadApp(root string, getenv func(string) string) (*App, error) {
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("app folder: %w", err)
+	}
 	app := &App{Root: root, Settings: map[string]string{}, HTTPPort: 7071, getenv: getenv}
 	if err := app.loadHost(filepath.Join(root, "host.json")); err != nil {
 		return nil, err

@@ -1,0 +1,54 @@
+# offpath — the two commands: `make run` and `make test`. Both install what
+# they need (Go modules through the module proxy, the pinned npm packages).
+
+GO      ?= go
+APP     := build/app
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+NPM_STAMP := node_modules/.installed
+
+.PHONY: all app run test vet bench clean deps
+
+all: app
+
+# Pinned Azurite (package-lock.json), installed exactly.
+deps: $(NPM_STAMP)
+	$(GO) mod download
+
+$(NPM_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# The deployable app folder: host.json, one folder per function with its
+# function.json, and the linux/amd64 handler with its execute bit. The real
+# Functions host (or `func start` inside it) runs it as is.
+app:
+	rm -rf $(APP)
+	mkdir -p $(APP)
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath \
+		-ldflags "-s -w -X main.version=$(VERSION)" -o $(APP)/handler ./handler
+	chmod 0755 $(APP)/handler
+	cp host.json $(APP)/
+	cp -R functions/. $(APP)/
+	@echo "app folder ready: $(APP) ($$(ls -d $(APP)/*/ | wc -l) functions)"
+
+# The whole system on this machine: Azurite, the Azure OpenAI simulator and
+# the dev host running the app. Ctrl-C stops it.
+run: deps app
+	$(GO) run ./cmd/devstack -app $(APP)
+
+vet: deps
+	$(GO) vet ./...
+
+# vet, unit tests and the integration tests against Azurite (each test
+# starts its own), with the race detector.
+test: deps
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+# Benchmarks whose numbers the README and notes report.
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./internal/invoke/
+	$(GO) test -run '^$$' -bench Coldstart -benchtime 20x -count 3 ./handler/
+
+clean:
+	rm -rf build .run
