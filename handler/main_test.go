@@ -32,7 +32,9 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func freePort(t *testing.T) int {
+func freePort(t *testing.T) int { return freePortAny(t) }
+
+func freePortAny(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
