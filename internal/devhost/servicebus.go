@@ -43,7 +43,7 @@ func (h *Host) serviceBusEnvelope(fn *Function, d *sbemu.Delivery) envelope {
 	m["SequenceNumber"] = hostNumber(d.SequenceNumber)
 	for key, v := range map[string]string{
 		"ContentType": d.ContentType, "CorrelationId": d.CorrelationID,
-		"Subject": d.Subject, "Label": d.Subject, "DeadLetterSource": d.DeadLetterSource,
+		"Subject": d.Subject, "Label": d.Subject,
 	} {
 		if v != "" { // null values are omitted
 			m[key] = hostString(v)
