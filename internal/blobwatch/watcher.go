@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -58,10 +59,13 @@ func New(blobs *azblob.Client, queues *azqueue.ServiceClient, opts Options) *Wat
 type Blob struct {
 	Container string
 	Name      string
-	URL       string // the blob's URL, its name escaped
-	// ETag is the version of the blob this invocation is for, in the quoted
-	// form of HTTP headers and of every azblob response ("\"0x8DB…\""), so
-	// it can be compared with a download's ETag or sent as If-Match.
+	// URL is the blob's URL with each segment of the name escaped and the
+	// slashes kept, like the host's Uri.
+	URL string
+	// ETag is the version of the blob this invocation is for, bare, as
+	// listings report it and as receipts and poison messages carry it
+	// ("0x8DB…"). HTTP headers and azblob responses quote it ("\"0x8DB…\"");
+	// Azure and Azurite accept either form in If-Match.
 	ETag       string
 	Tokens     map[string]string // the pattern's tokens bound from Name
 	Properties Properties
@@ -208,8 +212,8 @@ func (w *Watcher) blob(p Pattern, item *container.BlobItem) (Blob, bool) {
 	b := Blob{
 		Container: p.Container(),
 		Name:      *item.Name,
-		URL:       w.blobs.ServiceClient().NewContainerClient(p.Container()).NewBlobClient(*item.Name).URL(),
-		ETag:      `"` + bareETag(string(*pr.ETag)) + `"`,
+		URL:       w.blobURL(p.Container(), *item.Name),
+		ETag:      bareETag(string(*pr.ETag)),
 		Tokens:    tokens,
 		Metadata:  make(map[string]string, len(item.Metadata)),
 		Properties: Properties{
@@ -235,6 +239,16 @@ func (w *Watcher) blob(p Pattern, item *container.BlobItem) (Blob, bool) {
 		b.Metadata[k] = deref(v)
 	}
 	return b, true
+}
+
+// blobURL escapes each segment of name, keeping the slashes (the SDK's blob
+// clients escape them as %2F; the host's Uri does not).
+func (w *Watcher) blobURL(container, name string) string {
+	segs := strings.Split(name, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return w.blobs.ServiceClient().NewContainerClient(container).URL() + "/" + strings.Join(segs, "/")
 }
 
 // bareETag strips the quotes of an HTTP entity tag: listings report ETags

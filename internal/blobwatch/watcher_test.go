@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
@@ -30,7 +31,7 @@ func TestScan_FiresOncePerETag(t *testing.T) {
 			t.Fatalf("scan %d: stats %+v", i+1, st)
 		}
 	}
-	if got := r.all(); len(got) != 1 || got[0].ETag != first {
+	if got := r.all(); len(got) != 1 || got[0].ETag != strings.Trim(first, `"`) {
 		t.Fatalf("after 3 scans: %d calls %+v, want 1 for ETag %s", len(got), got, first)
 	}
 	receipt := "blobreceipts/devhost/Host.Functions.Ingest/" + strings.Trim(first, `"`) + "/" + e.container + "/a.txt"
@@ -48,7 +49,7 @@ func TestScan_FiresOncePerETag(t *testing.T) {
 	}
 	scan(t, w, "Ingest", p, &r)
 	scan(t, w, "Ingest", p, &r)
-	if got := r.all(); len(got) != 2 || got[1].ETag != second || got[1].Attempt != 1 {
+	if got := r.all(); len(got) != 2 || got[1].ETag != strings.Trim(second, `"`) || got[1].Attempt != 1 {
 		t.Fatalf("after overwrite: %d calls %+v, want a second one for ETag %s", len(got), got, second)
 	}
 
@@ -101,10 +102,10 @@ func TestScan_BindsTokensAndProperties(t *testing.T) {
 	if b.Tokens["tenant"] != "acme" || b.Tokens["name"] != "report 1.pdf" || len(b.Tokens) != 2 {
 		t.Errorf("Tokens = %v", b.Tokens)
 	}
-	if b.Container != e.container || b.Name != "acme/report 1.pdf" || b.ETag != etag || b.Attempt != 1 {
+	if b.Container != e.container || b.Name != "acme/report 1.pdf" || b.ETag != strings.Trim(etag, `"`) || b.Attempt != 1 {
 		t.Errorf("blob = %+v, want ETag %s", b, etag)
 	}
-	if want := e.az.BlobURL + "/" + e.container + "/acme%2Freport%201.pdf"; b.URL != want {
+	if want := e.az.BlobURL + "/" + e.container + "/acme/report%201.pdf"; b.URL != want {
 		t.Errorf("URL = %q, want %q", b.URL, want)
 	}
 	pr := b.Properties
@@ -115,10 +116,24 @@ func TestScan_BindsTokensAndProperties(t *testing.T) {
 	if b.Metadata["source"] != "erp" || len(b.Metadata) != 1 {
 		t.Errorf("Metadata = %v, want source=erp", b.Metadata)
 	}
-	// The ETag is the one a download reports, so If-Match works with it.
-	got, err := e.blobs.ServiceClient().NewContainerClient(e.container).NewBlobClient(b.Name).GetProperties(context.Background(), nil)
-	if err != nil || string(*got.ETag) != b.ETag {
-		t.Errorf("GetProperties ETag = %v (%v), want %s", got.ETag, err, b.ETag)
+	// The bare ETag works as If-Match, and the URL reaches the blob.
+	etagMatch := azcore.ETag(b.ETag)
+	res, err := e.blobs.DownloadStream(context.Background(), e.container, b.Name, &azblob.DownloadStreamOptions{
+		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etagMatch}}})
+	if err != nil {
+		t.Fatalf("download with If-Match %s: %v", b.ETag, err)
+	}
+	_ = res.Body.Close()
+	cred, err := azblob.NewSharedKeyCredential(azuritetest.Account, azuritetest.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byURL, err := blob.NewClientWithSharedKeyCredential(b.URL, cred, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if props, err := byURL.GetProperties(context.Background(), nil); err != nil || strings.Trim(string(*props.ETag), `"`) != b.ETag {
+		t.Errorf("blob at URL %q: %v", b.URL, err)
 	}
 }
 
@@ -243,9 +258,20 @@ func TestScan_HostileNames(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("fired for %q\nwant each once: %q", got, want)
 	}
+	cred, err := azblob.NewSharedKeyCredential(azuritetest.Account, azuritetest.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, b := range r.all() {
 		if b.Tokens["name"] != b.Name {
 			t.Errorf("name token %q for blob %q", b.Tokens["name"], b.Name)
+		}
+		byURL, err := blob.NewClientWithSharedKeyCredential(b.URL, cred, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if props, err := byURL.GetProperties(context.Background(), nil); err != nil || strings.Trim(string(*props.ETag), `"`) != b.ETag {
+			t.Errorf("blob %q: its URL %q does not reach it: %v", b.Name, b.URL, err)
 		}
 	}
 }
