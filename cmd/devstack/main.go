@@ -24,7 +24,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/aoaisim"
-	"github.com/offpath/offpath/internal/azuritetest"
+	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/devhost"
 	"github.com/offpath/offpath/internal/sbemu"
 )
@@ -54,7 +54,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 
 	// Azurite: the real storage emulator, on free loopback ports.
-	bin, err := azuritetest.Binary()
+	bin, err := azurite.Binary()
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer azLog.Close()
 	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	az, err := azuritetest.Launch(startCtx, bin, filepath.Join(*state, "azurite"), azLog)
+	az, err := azurite.Launch(startCtx, bin, filepath.Join(*state, "azurite"), azLog)
 	cancel()
 	if err != nil {
 		return err
@@ -165,7 +165,7 @@ func writeSettings(appDir string, overrides map[string]string) (map[string]strin
 	return flat, nil
 }
 
-func banner(w io.Writer, hostURL, simURL string, az *azuritetest.Azurite, app *devhost.App, s map[string]string) {
+func banner(w io.Writer, hostURL, simURL string, az *azurite.Azurite, app *devhost.App, s map[string]string) {
 	fmt.Fprintf(w, "\n  offpath is running locally\n\n")
 	fmt.Fprintf(w, "  Functions (dev host)   %s   function key %q, master key %q\n", hostURL, s["DEVHOST_FUNCTION_KEY"], s["DEVHOST_MASTER_KEY"])
 	fmt.Fprintf(w, "  Azure OpenAI simulator %s   api-key %q\n", simURL, aoaisim.DefaultKey)

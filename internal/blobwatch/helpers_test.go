@@ -14,7 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
-	"github.com/offpath/offpath/internal/azuritetest"
+	"github.com/offpath/offpath/internal/azurite"
 )
 
 // shared is one Azurite for all the tests of the package, started on first
@@ -22,7 +22,7 @@ import (
 // container of their own. TestMain stops it.
 var shared struct {
 	once sync.Once
-	az   *azuritetest.Azurite
+	az   *azurite.Azurite
 	dir  string
 	err  error
 }
@@ -38,10 +38,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func sharedAzurite(t *testing.T) *azuritetest.Azurite {
+func sharedAzurite(t *testing.T) *azurite.Azurite {
 	t.Helper()
 	shared.once.Do(func() {
-		bin, err := azuritetest.Binary()
+		bin, err := azurite.Binary()
 		if err != nil {
 			shared.err = err
 			return
@@ -52,7 +52,7 @@ func sharedAzurite(t *testing.T) *azuritetest.Azurite {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		shared.az, shared.err = azuritetest.Launch(ctx, bin, shared.dir, io.Discard)
+		shared.az, shared.err = azurite.Launch(ctx, bin, shared.dir, io.Discard)
 	})
 	if shared.err != nil {
 		t.Fatalf("azurite: %v", shared.err)
@@ -62,7 +62,7 @@ func sharedAzurite(t *testing.T) *azuritetest.Azurite {
 
 // env is an Azurite with clients and a fresh container.
 type env struct {
-	az        *azuritetest.Azurite
+	az        *azurite.Azurite
 	blobs     *azblob.Client
 	queues    *azqueue.ServiceClient
 	container string
@@ -70,11 +70,11 @@ type env struct {
 
 func newEnv(t *testing.T) env {
 	t.Helper()
-	return envOn(t, sharedAzurite(t), azuritetest.Name(t))
+	return envOn(t, sharedAzurite(t), azurite.Name(t))
 }
 
 // envOn connects to az and creates container unless it exists.
-func envOn(t *testing.T, az *azuritetest.Azurite, container string) env {
+func envOn(t *testing.T, az *azurite.Azurite, container string) env {
 	t.Helper()
 	blobs, err := azblob.NewClientFromConnectionString(az.ConnectionString(), nil)
 	if err != nil {

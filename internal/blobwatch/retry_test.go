@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/offpath/offpath/internal/azuritetest"
+	"github.com/offpath/offpath/internal/azurite"
 )
 
 func TestScan_PoisonsAfterMaxTries(t *testing.T) {
@@ -77,7 +77,7 @@ func (e env) poisonMessagesIfAny(t *testing.T) []poisonMessage {
 func TestScan_ReceiptsSurviveRestart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	e := envOn(t, azuritetest.StartIn(t, dir), azuritetest.Name(t))
+	e := envOn(t, azurite.StartIn(t, dir), azurite.Name(t))
 	p := e.pattern(t, "{name}")
 	e.put(t, "done.txt", "ok", nil)
 	e.put(t, "flaky.txt", "no", nil)
@@ -92,7 +92,7 @@ func TestScan_ReceiptsSurviveRestart(t *testing.T) {
 	scan(t, w, "Ingest", p, &r)
 	e.az.Stop()
 
-	again := envOn(t, azuritetest.StartIn(t, dir), e.container)
+	again := envOn(t, azurite.StartIn(t, dir), e.container)
 	var after recorder
 	scan(t, again.watcher(Options{}), "Ingest", p, &after)
 	got := after.all()

@@ -13,7 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 
-	"github.com/offpath/offpath/internal/azuritetest"
+	"github.com/offpath/offpath/internal/azurite"
 )
 
 func TestScan_FiresOncePerETag(t *testing.T) {
@@ -123,7 +123,7 @@ func TestScan_BindsTokensAndProperties(t *testing.T) {
 		t.Fatalf("download with If-Match %s: %v", b.ETag, err)
 	}
 	_ = res.Body.Close()
-	cred, err := azblob.NewSharedKeyCredential(azuritetest.Account, azuritetest.Key)
+	cred, err := azblob.NewSharedKeyCredential(azurite.Account, azurite.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestScan_HostileNames(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("fired for %q\nwant each once: %q", got, want)
 	}
-	cred, err := azblob.NewSharedKeyCredential(azuritetest.Account, azuritetest.Key)
+	cred, err := azblob.NewSharedKeyCredential(azurite.Account, azurite.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestScan_HostileNames(t *testing.T) {
 func TestScan_MissingContainerIsNothingToDo(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	missing := azuritetest.Name(t)
+	missing := azurite.Name(t)
 	p, err := ParsePath(missing + "/{name}")
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -76,7 +77,7 @@ func (h *Host) Fire(ctx context.Context, name, input string) error {
 			return err
 		}
 		b := blobwatch.Blob{Container: container, Name: blobName, Tokens: tokens, Metadata: derefMap(props.Metadata),
-			URL: h.opts.Blobs.URL() + container + "/" + blobName}
+			URL: h.opts.Blobs.URL() + container + "/" + escapePath(blobName)}
 		if props.ETag != nil {
 			b.ETag = strings.Trim(string(*props.ETag), `"`)
 		}
@@ -94,6 +95,16 @@ func (h *Host) Fire(ctx context.Context, name, input string) error {
 		return err
 	}
 	return errors.New("function " + name + " cannot be fired")
+}
+
+// escapePath escapes each segment of a blob name but keeps its slashes, as
+// the host's Uri does.
+func escapePath(name string) string {
+	segs := strings.Split(name, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return strings.Join(segs, "/")
 }
 
 func derefMap(m map[string]*string) map[string]string {

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offpath/offpath/internal/azuritetest"
+	"github.com/offpath/offpath/internal/azurite"
 )
 
 func TestDevhost_BlobFiresOncePerETag(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, azuritetest.Start(t), 10)
+	s := newStack(t, azurite.Start(t), 10)
 	a := newApp(t, "", "blob-fn")
 	s.run(t, a)
 	ctx := context.Background()
@@ -50,7 +50,7 @@ func TestDevhost_BlobFiresOncePerETag(t *testing.T) {
 func TestDevhost_ServiceBusRetriesThenDeadLetters(t *testing.T) {
 	t.Parallel()
 	const maxDelivery = 3
-	s := newStack(t, azuritetest.Start(t), maxDelivery)
+	s := newStack(t, azurite.Start(t), maxDelivery)
 	a := newApp(t, "", "sb-fn")
 	h, _ := s.run(t, a)
 
@@ -95,7 +95,7 @@ func TestDevhost_ServiceBusRetriesThenDeadLetters(t *testing.T) {
 
 func TestDevhost_MessageSurvivesRestart(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, azuritetest.Start(t), 10)
+	s := newStack(t, azurite.Start(t), 10)
 	a := newApp(t, "", "sb-fn")
 	if err := s.broker.Send(context.Background(), a.queue, sbMessage("crash")); err != nil {
 		t.Fatal(err)
@@ -136,7 +136,7 @@ func TestDevhost_MessageSurvivesRestart(t *testing.T) {
 
 func TestDevhost_TimerOnScheduleAndAdmin(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, azuritetest.Start(t), 10)
+	s := newStack(t, azurite.Start(t), 10)
 	a := newApp(t, "*/1 * * * * *", "timer-fn")
 	h, _ := s.run(t, a)
 	eventually(t, 10*time.Second, "two scheduled firings", func() bool { return len(a.records(t, "timer-fn")) >= 2 })
@@ -162,7 +162,7 @@ func TestDevhost_TimerOnScheduleAndAdmin(t *testing.T) {
 
 func TestDevhost_HTTPKeysAndModes(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, azuritetest.Start(t), 10)
+	s := newStack(t, azurite.Start(t), 10)
 	a := newApp(t, "", "api", "echo")
 	h, _ := s.run(t, a)
 	tests := []struct {

@@ -18,7 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/azuritetest"
+	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/devhost"
 	"github.com/offpath/offpath/internal/sbemu"
 )
@@ -132,13 +132,13 @@ func (a *testApp) records(t *testing.T, function string) []record {
 }
 
 type stack struct {
-	az     *azuritetest.Azurite
+	az     *azurite.Azurite
 	blobs  *azblob.Client
 	queues *azqueue.ServiceClient
 	broker *sbemu.Broker
 }
 
-func newStack(t *testing.T, az *azuritetest.Azurite, maxDelivery int) *stack {
+func newStack(t *testing.T, az *azurite.Azurite, maxDelivery int) *stack {
 	t.Helper()
 	blobs, err := azblob.NewClientFromConnectionString(az.ConnectionString(), nil)
 	if err != nil {

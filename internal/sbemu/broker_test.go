@@ -11,14 +11,14 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
-	"github.com/offpath/offpath/internal/azuritetest"
+	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/sbemu"
 )
 
 // offlineBroker has clients that point nowhere; for calls that fail before I/O.
 func offlineBroker(t *testing.T, opts sbemu.Options) (*sbemu.Broker, error) {
 	t.Helper()
-	conn := "DefaultEndpointsProtocol=http;AccountName=" + azuritetest.Account + ";AccountKey=" + azuritetest.Key +
+	conn := "DefaultEndpointsProtocol=http;AccountName=" + azurite.Account + ";AccountKey=" + azurite.Key +
 		";BlobEndpoint=http://127.0.0.1:1/devstoreaccount1;QueueEndpoint=http://127.0.0.1:1/devstoreaccount1;"
 	queues, err := azqueue.NewServiceClientFromConnectionString(conn, nil)
 	if err != nil {

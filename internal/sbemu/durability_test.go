@@ -11,7 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
-	"github.com/offpath/offpath/internal/azuritetest"
+	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/sbemu"
 )
 
@@ -95,7 +95,7 @@ func TestReceive_DeadLettersWhatItCannotDecode(t *testing.T) {
 func TestBroker_MessagesSurviveRestart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	az := azuritetest.StartIn(t, dir)
+	az := azurite.StartIn(t, dir)
 	opts := sbemu.Options{LockDuration: time.Second}
 	b := newBroker(t, az, opts)
 	q := queueName(t)
@@ -113,7 +113,7 @@ func TestBroker_MessagesSurviveRestart(t *testing.T) {
 	}
 
 	az.Stop()
-	az = azuritetest.StartIn(t, dir)
+	az = azurite.StartIn(t, dir)
 	b = newBroker(t, az, sbemu.Options{}) // a one-minute lock from now on
 
 	got := map[string]*sbemu.Delivery{}

@@ -14,7 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/azuritetest"
+	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/sbemu"
 )
 
@@ -22,7 +22,7 @@ import (
 // seconds. Tests keep apart by queue name.
 var shared struct {
 	once sync.Once
-	az   *azuritetest.Azurite
+	az   *azurite.Azurite
 	err  error
 	dir  string
 }
@@ -37,10 +37,10 @@ func TestMain(m *testing.M) {
 }
 
 // sharedAzurite starts the shared Azurite on first use.
-func sharedAzurite(t *testing.T) *azuritetest.Azurite {
+func sharedAzurite(t *testing.T) *azurite.Azurite {
 	t.Helper()
 	shared.once.Do(func() {
-		bin, err := azuritetest.Binary()
+		bin, err := azurite.Binary()
 		if err != nil {
 			shared.err = err
 			return
@@ -51,7 +51,7 @@ func sharedAzurite(t *testing.T) *azuritetest.Azurite {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		shared.az, shared.err = azuritetest.Launch(ctx, bin, shared.dir, io.Discard)
+		shared.az, shared.err = azurite.Launch(ctx, bin, shared.dir, io.Discard)
 	})
 	if shared.err != nil {
 		t.Fatalf("azurite: %v", shared.err)
@@ -60,7 +60,7 @@ func sharedAzurite(t *testing.T) *azuritetest.Azurite {
 }
 
 // newBroker returns a broker on az (the shared Azurite if nil) that logs to t.
-func newBroker(t *testing.T, az *azuritetest.Azurite, opts sbemu.Options) *sbemu.Broker {
+func newBroker(t *testing.T, az *azurite.Azurite, opts sbemu.Options) *sbemu.Broker {
 	t.Helper()
 	if az == nil {
 		az = sharedAzurite(t)
@@ -84,7 +84,7 @@ func newBroker(t *testing.T, az *azuritetest.Azurite, opts sbemu.Options) *sbemu
 // queueName returns a unique Service Bus queue name for the test.
 func queueName(t *testing.T) string {
 	t.Helper()
-	n := azuritetest.Name(t)
+	n := azurite.Name(t)
 	i := strings.LastIndex(n, "-")
 	base, suffix := n[:i], n[i:]
 	return strings.Trim(base[:min(len(base), 40)], "-") + suffix

@@ -1,11 +1,11 @@
-// Package azuritetest starts a private Azurite (Blob, Queue and Table
+// Package azurite starts a private Azurite (Blob, Queue and Table
 // Storage emulator) for a test, on free loopback ports in a temporary folder,
 // and stops it when the test ends. Storage code is tested against this real
 // server rather than against mocks, and `go test ./...` needs nothing running.
 //
 // The Azurite executable is the one pinned in the repository's package.json
 // and installed by `make test` (npm ci). AZURITE_BIN overrides the lookup.
-package azuritetest
+package azurite
 
 import (
 	"bufio"

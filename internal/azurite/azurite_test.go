@@ -1,4 +1,4 @@
-package azuritetest_test
+package azurite_test
 
 import (
 	"context"
@@ -7,19 +7,19 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
-	"github.com/offpath/offpath/internal/azuritetest"
+	"github.com/offpath/offpath/internal/azurite"
 )
 
 func TestStart_ServesBlobsAndSurvivesRestart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	az := azuritetest.StartIn(t, dir)
+	az := azurite.StartIn(t, dir)
 	ctx := context.Background()
 	client, err := azblob.NewClientFromConnectionString(az.ConnectionString(), nil)
 	if err != nil {
 		t.Fatalf("client: %v", err)
 	}
-	container := azuritetest.Name(t)
+	container := azurite.Name(t)
 	if _, err := client.CreateContainer(ctx, container, nil); err != nil {
 		t.Fatalf("create container: %v", err)
 	}
@@ -28,7 +28,7 @@ func TestStart_ServesBlobsAndSurvivesRestart(t *testing.T) {
 	}
 	az.Stop()
 
-	again := azuritetest.StartIn(t, dir)
+	again := azurite.StartIn(t, dir)
 	client, err = azblob.NewClientFromConnectionString(again.ConnectionString(), nil)
 	if err != nil {
 		t.Fatalf("client: %v", err)
@@ -44,7 +44,7 @@ func TestStart_ServesBlobsAndSurvivesRestart(t *testing.T) {
 
 func TestName_IsStorageSafe(t *testing.T) {
 	t.Parallel()
-	n := azuritetest.Name(t)
+	n := azurite.Name(t)
 	if len(n) < 3 || len(n) > 63 || strings.ToLower(n) != n || strings.Contains(n, "_") {
 		t.Fatalf("Name() = %q, not a valid container name", n)
 	}
