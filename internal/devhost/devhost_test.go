@@ -62,6 +62,10 @@ func TestDevhost_ServiceBusRetriesThenDeadLetters(t *testing.T) {
 	if code != http.StatusCreated {
 		t.Fatalf("send: status %d", code)
 	}
+	code, body, _ := do(t, http.MethodPost, h.URL()+"/devhost/servicebus/"+a.queue, "mkey", strings.Repeat("x", 300<<10))
+	if code != http.StatusRequestEntityTooLarge || !strings.Contains(body, "256 KiB") {
+		t.Errorf("300 KiB message: %d %q, want 413 naming the 256 KiB limit", code, body)
+	}
 	eventually(t, 30*time.Second, "the dead letter", func() bool {
 		_, dead, err := s.broker.Count(context.Background(), a.queue)
 		return err == nil && dead == 1

@@ -21,7 +21,7 @@ func (m *Mux) serveForward(w http.ResponseWriter, r *http.Request, h http.Handle
 		if p := recover(); p != nil {
 			log.Error().Str("stack", string(debug.Stack())).Msgf("panic: %v", p)
 			if sw.status == 0 {
-				writeError(sw, http.StatusInternalServerError, errForwardPanic.Error())
+				writeError(sw, http.StatusInternalServerError, "handler panicked")
 			}
 		}
 		log.Info().Int("status", sw.status).Dur("duration", time.Since(start)).Msg("request")

@@ -3,7 +3,6 @@ package invoke
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -280,6 +279,3 @@ func (c *logCollector) Run(_ *zerolog.Event, level zerolog.Level, msg string) {
 	c.lines = append(c.lines, level.String()+": "+msg)
 	c.mu.Unlock()
 }
-
-// errForwardPanic is reported when a forwarded handler panics.
-var errForwardPanic = errors.New("handler panicked")
