@@ -83,7 +83,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	defer sim.Close()
 
 	// The app's local settings: the example's values, pointed at this stack.
-	settings, err := writeSettings(*appDir, map[string]string{
+	settings, err := writeSettings(settingsSource(), *appDir, map[string]string{
 		"AzureWebJobsStorage":   az.ConnectionString(),
 		"OFFPATH_AOAI_ENDPOINT": simURL,
 		"OFFPATH_AOAI_API_KEY":  aoaisim.DefaultKey,
@@ -126,13 +126,18 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	return <-done
 }
 
-// writeSettings writes appDir/local.settings.json from the repository's
-// local.settings.json (or its .example), overriding values, and returns them.
-func writeSettings(appDir string, overrides map[string]string) (map[string]string, error) {
-	src := "local.settings.json"
-	if _, err := os.Stat(src); err != nil {
-		src = "local.settings.json.example"
+// settingsSource is the repository's local.settings.json if the developer
+// made one, else the example.
+func settingsSource() string {
+	if _, err := os.Stat("local.settings.json"); err == nil {
+		return "local.settings.json"
 	}
+	return "local.settings.json.example"
+}
+
+// writeSettings writes appDir/local.settings.json from src, overriding
+// values, and returns them.
+func writeSettings(src, appDir string, overrides map[string]string) (map[string]string, error) {
 	b, err := os.ReadFile(src)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", src, err)

@@ -8,14 +8,9 @@ import (
 )
 
 func TestWriteSettings_OverridesTheExample(t *testing.T) {
-	// Not parallel: writeSettings reads the example from the working directory.
+	t.Parallel()
 	app := t.TempDir()
-	wd, _ := os.Getwd()
-	if err := os.Chdir("../.."); err != nil {
-		t.Fatal(err)
-	}
-	defer os.Chdir(wd)
-	got, err := writeSettings(app, map[string]string{"AzureWebJobsStorage": "conn"})
+	got, err := writeSettings("../../local.settings.json.example", app, map[string]string{"AzureWebJobsStorage": "conn"})
 	if err != nil {
 		t.Fatalf("writeSettings: %v", err)
 	}
