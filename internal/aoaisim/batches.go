@@ -120,6 +120,7 @@ func (s *Server) handleBatchCreate(sf surface) http.HandlerFunc {
 			}
 			b.Reserved = b.EstimatedTokens
 		}
+		b.ticket = s.gate.ticket()
 		s.batches.add(b)
 		s.log.Info().Str("batch_id", b.ID).Str("deployment", b.Deployment).Int64("enqueued_tokens", b.EstimatedTokens).Msg("batch created")
 		s.workers.Add(1)

@@ -52,6 +52,10 @@ func (r *batchRun) process(ctx context.Context, dep *deploymentState, start time
 	var line []byte
 	var p lineProgress
 	for {
+		// A cancel stops the job before any further line runs.
+		if r.publish(p) == statusCancelling {
+			return r.cancel(ctx, w, p.done)
+		}
 		now := s.clock.Now()
 		limit := now
 		if expire && limit.After(b.ExpiresAt) {

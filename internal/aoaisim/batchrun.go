@@ -26,6 +26,7 @@ func (s *Server) runBatch(b *batch) {
 	defer s.workers.Done()
 	r := &batchRun{s: s, b: b, log: s.log.With().Str("batch_id", b.ID).Logger()}
 	defer r.closeInput()
+	defer s.gate.pass(b.ticket) // also when the job ends before its quota decision
 	if err := r.run(s.lifetime); err != nil && s.lifetime.Err() == nil {
 		r.log.Error().Err(err).Msg("batch worker")
 		r.fail([]batchError{{Code: "internal_error", Message: "The batch could not be processed by the simulator."}}, s.clock.Now())
@@ -69,12 +70,20 @@ func (r *batchRun) run(ctx context.Context) error {
 		return nil
 	}
 	dep := s.deps[v.deployment]
+	if err := s.gate.wait(ctx, b.ticket); err != nil {
+		return nil // server closing
+	}
+	var inUse int64
+	admitted := true
 	if dep.cfg.QuotaBehaviour == QuotaFailAtValidation {
-		if inUse, ok := s.reserve(dep, b.EstimatedTokens); !ok {
-			r.fail([]batchError{{Code: "token_limit_exceeded", Message: tokenLimitMessage(dep, b.EstimatedTokens, inUse)}}, validatedAt)
-			return nil
+		if inUse, admitted = s.reserve(dep, b.EstimatedTokens); admitted {
+			s.batches.update(b, func(b *batch) { b.Reserved = b.EstimatedTokens })
 		}
-		s.batches.update(b, func(b *batch) { b.Reserved = b.EstimatedTokens })
+	}
+	s.gate.pass(b.ticket)
+	if !admitted {
+		r.fail([]batchError{{Code: "token_limit_exceeded", Message: tokenLimitMessage(dep, b.EstimatedTokens, inUse)}}, validatedAt)
+		return nil
 	}
 	started := false
 	s.batches.update(b, func(b *batch) {

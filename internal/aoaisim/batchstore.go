@@ -45,6 +45,7 @@ type batch struct {
 	Metadata         map[string]string
 	OutputExpiry     time.Duration
 	EstimatedTokens  int64
+	ticket           int64         // admission order (admissionGate)
 	wake             chan struct{} // cancel wakes the worker; buffered
 
 	// guarded by batchStore.mu

@@ -29,10 +29,10 @@ type chatReply struct {
 }
 
 type chatUsage struct {
-	PromptTokens            int                  `json:"prompt_tokens"`
-	CompletionTokens        int                  `json:"completion_tokens"`
-	TotalTokens             int                  `json:"total_tokens"`
-	PromptTokensDetails     promptTokenDetails   `json:"prompt_tokens_details"`
+	PromptTokens            int                    `json:"prompt_tokens"`
+	CompletionTokens        int                    `json:"completion_tokens"`
+	TotalTokens             int                    `json:"total_tokens"`
+	PromptTokensDetails     promptTokenDetails     `json:"prompt_tokens_details"`
 	CompletionTokensDetails completionTokenDetails `json:"completion_tokens_details"`
 }
 

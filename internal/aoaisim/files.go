@@ -163,7 +163,11 @@ func (s *Server) receiveFile(up *upload, part *multipart.Part) error {
 		n, rerr := part.Read(buf)
 		if n > 0 {
 			if up.bytes+int64(n) > s.cfg.Files.MaxBytes {
+				// Read the rest so the client gets the 400 instead of a reset.
 				up.tooLarge = true
+				if _, err := io.Copy(io.Discard, part); err != nil {
+					return fmt.Errorf("discard oversized file: %w", err)
+				}
 				return nil
 			}
 			chunk := buf[:n]

@@ -3,10 +3,12 @@ package aoaisim
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
+	"sync"
 )
 
 // EnqueuedTokens is the simulator's estimate of a batch input file's tokens,
@@ -80,4 +82,60 @@ func peekDeployment(path string) string {
 		return ""
 	}
 	return l.Body.Model
+}
+
+// admissionGate makes batches take their validation-time quota decision in
+// creation order, as one queue would, even though each runs on its own
+// goroutine: batch n waits until every earlier batch has passed.
+type admissionGate struct {
+	mu      sync.Mutex
+	issued  int64
+	next    int64
+	passed  map[int64]bool
+	changed chan struct{}
+}
+
+func newAdmissionGate() *admissionGate {
+	return &admissionGate{passed: make(map[int64]bool), changed: make(chan struct{})}
+}
+
+// ticket numbers a new batch.
+func (g *admissionGate) ticket() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.issued++
+	return g.issued
+}
+
+// wait blocks until every ticket before n has passed, or ctx is done.
+func (g *admissionGate) wait(ctx context.Context, n int64) error {
+	for {
+		g.mu.Lock()
+		ready, changed := g.next+1 >= n, g.changed
+		g.mu.Unlock()
+		if ready {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+		}
+	}
+}
+
+// pass marks ticket n as passed; passing twice is harmless.
+func (g *admissionGate) pass(n int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if n <= g.next || g.passed[n] {
+		return
+	}
+	g.passed[n] = true
+	for g.passed[g.next+1] {
+		delete(g.passed, g.next+1)
+		g.next++
+	}
+	close(g.changed)
+	g.changed = make(chan struct{})
 }

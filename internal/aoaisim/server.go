@@ -30,6 +30,7 @@ type Server struct {
 	files     *fileStore
 	batches   *batchStore
 	quotaMu   sync.Mutex // guards deploymentState.enqueued
+	gate      *admissionGate
 	stats     *stats
 	handler   http.Handler
 
@@ -94,6 +95,7 @@ func New(cfg Config, logger zerolog.Logger) (*Server, error) {
 	}
 	s.files = newFileStore(dir)
 	s.batches = newBatchStore()
+	s.gate = newAdmissionGate()
 	s.lifetime, s.stop = context.WithCancel(context.Background())
 	s.handler = s.routes()
 	s.workers.Add(1)

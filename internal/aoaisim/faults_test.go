@@ -1,0 +1,147 @@
+package aoaisim_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/offpath/offpath/internal/aoaisim"
+	"github.com/openai/openai-go/v3"
+)
+
+// withinRate fails unless observed/n is within 5 standard deviations of p.
+func withinRate(t *testing.T, what string, observed, n int, p float64) {
+	t.Helper()
+	sigma := math.Sqrt(p * (1 - p) / float64(n))
+	got := float64(observed) / float64(n)
+	if math.Abs(got-p) > 5*sigma {
+		t.Errorf("%s: observed rate %.3f (%d/%d), want %.3f ± %.3f", what, got, observed, n, p, 5*sigma)
+	}
+}
+
+func TestFaults_ErrorRate(t *testing.T) {
+	t.Parallel()
+	const n, p = 1500, 0.2
+	s := newSim(t, aoaisim.Config{Seed: 7, Faults: []aoaisim.FaultRule{{Deployment: chatDep, Route: "chat", ErrorRate: p}}})
+	ctx := context.Background()
+	statuses := map[int]int{}
+	for range n {
+		_, err := s.v1.Chat.Completions.New(ctx, chatParams(chatDep, "hi"))
+		if err == nil {
+			continue
+		}
+		e := apiError(t, err)
+		statuses[e.StatusCode]++
+		want := map[int]string{500: "InternalServerError", 503: "ServiceUnavailable"}[e.StatusCode]
+		if want == "" || e.Code != want {
+			t.Fatalf("fault reply = %d %q", e.StatusCode, e.Code)
+		}
+	}
+	errs := statuses[500] + statuses[503]
+	withinRate(t, "5xx", errs, n, p)
+	withinRate(t, "503 share of 5xx", statuses[503], errs, 0.5)
+	st := s.srv.Stats()
+	if st.FaultErrors != int64(errs) || st.Deployments[0].FaultErrors != int64(errs) {
+		t.Errorf("stats fault_errors = %d / %d, want %d", st.FaultErrors, st.Deployments[0].FaultErrors, errs)
+	}
+	// Embeddings and other deployments are not covered by the rule.
+	for range 50 {
+		if _, err := s.v1.Embeddings.New(ctx, openai.EmbeddingNewParams{Model: embedDep,
+			Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String("x")}}); err != nil {
+			t.Fatalf("embeddings hit by a chat rule: %v", err)
+		}
+	}
+}
+
+func TestFaults_ResetHangLatency(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		rule  aoaisim.FaultRule
+		n     int
+		check func(t *testing.T, s *sim, failures int, elapsed time.Duration)
+	}{
+		{"reset", aoaisim.FaultRule{Route: aoaisim.RouteChat, ResetRate: 0.25}, 400,
+			func(t *testing.T, s *sim, failures int, _ time.Duration) {
+				withinRate(t, "resets", failures, 400, 0.25)
+				if got := s.srv.Stats().FaultResets; got != int64(failures) {
+					t.Errorf("stats fault_resets = %d, want %d", got, failures)
+				}
+			}},
+		{"hang", aoaisim.FaultRule{Deployment: chatDep, HangRate: 1}, 3,
+			func(t *testing.T, s *sim, failures int, _ time.Duration) {
+				if failures != 3 || s.srv.Stats().FaultHangs != 3 {
+					t.Errorf("hangs = %d (stats %d), want 3", failures, s.srv.Stats().FaultHangs)
+				}
+			}},
+		{"latency", aoaisim.FaultRule{Route: "chat", Latency: aoaisim.Duration(20 * time.Millisecond)}, 5,
+			func(t *testing.T, _ *sim, failures int, elapsed time.Duration) {
+				if failures != 0 || elapsed < 5*20*time.Millisecond {
+					t.Errorf("failures %d, elapsed %v; want 0 and >= 100ms", failures, elapsed)
+				}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := newSim(t, aoaisim.Config{Seed: 3})
+			if err := s.srv.SetFaults([]aoaisim.FaultRule{tt.rule}); err != nil {
+				t.Fatalf("SetFaults: %v", err)
+			}
+			failures := 0
+			start := time.Now()
+			for range tt.n {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				if tt.name == "hang" {
+					ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+				}
+				_, err := s.classic.Chat.Completions.New(ctx, chatParams(chatDep, "hi"))
+				cancel()
+				if err != nil {
+					var apiErr *openai.Error
+					if errors.As(err, &apiErr) {
+						t.Fatalf("got an HTTP reply %d, want a transport failure", apiErr.StatusCode)
+					}
+					if tt.name == "hang" && !errors.Is(err, context.DeadlineExceeded) {
+						t.Errorf("hang error = %v, want deadline exceeded", err)
+					}
+					failures++
+				}
+			}
+			tt.check(t, s, failures, time.Since(start))
+		})
+	}
+}
+
+func TestFaults_AdminEndpoint(t *testing.T) {
+	t.Parallel()
+	s := newSim(t, aoaisim.Config{})
+	ctx := context.Background()
+	body := map[string]any{"rules": []map[string]any{{"deployment": chatDep, "route": "chat_completions", "error_rate": 1, "error_status": 503}}}
+	var got struct {
+		Rules []aoaisim.FaultRule `json:"rules"`
+	}
+	if err := s.admin.Post(ctx, "_sim/faults", body, &got); err != nil {
+		t.Fatalf("POST /_sim/faults: %v", err)
+	}
+	if len(got.Rules) != 1 || got.Rules[0].ErrorStatus != 503 {
+		t.Fatalf("rules = %+v", got.Rules)
+	}
+	_, err := s.classic.Chat.Completions.New(ctx, chatParams(chatDep, "hi"))
+	if e := apiError(t, err); e.StatusCode != 503 {
+		t.Errorf("status = %d, want 503", e.StatusCode)
+	}
+	if err := s.admin.Delete(ctx, "_sim/faults", nil, &got); err != nil {
+		t.Fatalf("DELETE /_sim/faults: %v", err)
+	}
+	if _, err := s.classic.Chat.Completions.New(ctx, chatParams(chatDep, "hi")); err != nil {
+		t.Errorf("after clearing faults: %v", err)
+	}
+	bad := map[string]any{"rules": []map[string]any{{"error_rate": 2}}}
+	err = s.admin.Post(ctx, "_sim/faults", bad, &got)
+	if e := apiError(t, err); e.StatusCode != 400 {
+		t.Errorf("invalid rule status = %d, want 400", e.StatusCode)
+	}
+}
