@@ -1,0 +1,133 @@
+package catalog
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+)
+
+// Version is the models.json format this package reads.
+const Version = 1
+
+// ErrUnknown: no such alias, or no such deployment for an alias on a path.
+var ErrUnknown = errors.New("unknown model")
+
+// Path is the way work reaches a model: the queue path (minutes, a standard
+// deployment) or the batch path (hours, Global Batch deployments).
+type Path string
+
+// The paths.
+const (
+	Queue Path = "queue"
+	Batch Path = "batch"
+)
+
+// ParsePath returns the Path named s.
+func ParsePath(s string) (Path, error) {
+	switch p := Path(s); p {
+	case Queue, Batch:
+		return p, nil
+	}
+	return "", fmt.Errorf("path %q: must be %q or %q", s, Queue, Batch)
+}
+
+// Deployment is an Azure OpenAI deployment and its price.
+type Deployment struct {
+	Name  string `json:"deployment"`
+	Price Price  `json:"price"`
+}
+
+// Alias is what tenants ask for: a name, and the deployments behind it.
+type Alias struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Queue serves the queue path; nil if the alias is batch-only.
+	Queue *Deployment `json:"queue,omitempty"`
+	// Batch are the Global Batch deployments, in order of preference; empty
+	// if the alias is queue-only.
+	Batch []Deployment `json:"batch,omitempty"`
+}
+
+// Deployment returns the alias's deployment called name on path p.
+func (a *Alias) Deployment(p Path, name string) (Deployment, bool) {
+	switch p {
+	case Queue:
+		if a.Queue != nil && a.Queue.Name == name {
+			return *a.Queue, true
+		}
+	case Batch:
+		for _, d := range a.Batch {
+			if d.Name == name {
+				return d, true
+			}
+		}
+	}
+	return Deployment{}, false
+}
+
+// Catalog is the validated set of aliases. It is immutable once parsed and
+// safe for concurrent use.
+type Catalog struct {
+	version int
+	aliases map[string]Alias
+	names   []string
+}
+
+// Aliases returns every alias, sorted by name.
+func (c *Catalog) Aliases() []Alias {
+	out := make([]Alias, 0, len(c.names))
+	for _, n := range c.names {
+		out = append(out, c.aliases[n])
+	}
+	return out
+}
+
+// Names returns the alias names, sorted.
+func (c *Catalog) Names() []string { return slices.Clone(c.names) }
+
+// Alias returns the alias called name.
+func (c *Catalog) Alias(name string) (Alias, bool) {
+	a, ok := c.aliases[name]
+	return a, ok
+}
+
+// Price returns what deployment costs when alias is used on path p.
+func (c *Catalog) Price(alias string, p Path, deployment string) (Price, error) {
+	a, ok := c.aliases[alias]
+	if !ok {
+		return Price{}, fmt.Errorf("alias %q: %w", alias, ErrUnknown)
+	}
+	d, ok := a.Deployment(p, deployment)
+	if !ok {
+		return Price{}, fmt.Errorf("alias %q has no %s deployment %q: %w", alias, p, deployment, ErrUnknown)
+	}
+	return d.Price, nil
+}
+
+// Deployments returns every deployment name in the catalog, sorted, with
+// the path it serves.
+func (c *Catalog) Deployments() map[string]Path {
+	out := map[string]Path{}
+	for _, a := range c.aliases {
+		if a.Queue != nil {
+			out[a.Queue.Name] = Queue
+		}
+		for _, d := range a.Batch {
+			out[d.Name] = Batch
+		}
+	}
+	return out
+}
+
+func newCatalog(version int, aliases map[string]Alias) *Catalog {
+	names := make([]string, 0, len(aliases))
+	for n := range aliases {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return &Catalog{version: version, aliases: aliases, names: names}
+}
+
+// Version returns the file format version the catalog was read from.
+func (c *Catalog) Version() int { return c.version }
