@@ -157,7 +157,9 @@ type fixedTotals struct {
 	err error
 }
 
-func (f fixedTotals) Totals(context.Context, string, ledger.Month) (ledger.Usage, error) { return f.u, f.err }
+func (f fixedTotals) Totals(context.Context, string, ledger.Month) (ledger.Usage, error) {
+	return f.u, f.err
+}
 
 func TestBudgets_Check(t *testing.T) {
 	t.Parallel()
