@@ -52,7 +52,7 @@ func (s *Server) validateCreate(req *batchCreateRequest) (time.Duration, *apiErr
 	}
 	expiry := s.cfg.Batch.DefaultOutputExpiry.D()
 	if oe := req.OutputExpiresAfter; oe != nil {
-		if oe.Anchor != "created_at" {
+		if oe.Anchor != "" && oe.Anchor != "created_at" {
 			return 0, invalidRequest("output_expires_after.anchor", fmt.Sprintf("'%s' is not a valid anchor; use 'created_at'.", oe.Anchor))
 		}
 		minS, maxS := int64(s.cfg.Batch.MinOutputExpiry.D()/time.Second), int64(s.cfg.Batch.MaxOutputExpiry.D()/time.Second)

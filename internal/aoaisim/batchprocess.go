@@ -171,8 +171,11 @@ func (r *batchRun) expire(w *outputWriter, rd *bufio.Reader, line []byte, p line
 // runLine runs one input line through the model and queues its result.
 // It reports whether the line succeeded.
 func (r *batchRun) runLine(w *outputWriter, dep *deploymentState, raw []byte) (bool, error) {
-	var in inputLine
-	_ = json.Unmarshal(raw, &in) // validated before
+	var in struct {
+		CustomID *string    `json:"custom_id"`
+		Body     chatRequest `json:"body"`
+	}
+	decodeErr := json.Unmarshal(raw, &in) // one pass: the line was validated before
 	out := outputLine{}
 	if in.CustomID != nil {
 		out.CustomID = *in.CustomID
@@ -180,7 +183,13 @@ func (r *batchRun) runLine(w *outputWriter, dep *deploymentState, raw []byte) (b
 	if r.s.cfg.Batch.IncludeLineID {
 		out.ID = newID("batch_req_", 32)
 	}
-	call, apiErr := parseChat(in.Body)
+	var call *chatCall
+	var apiErr *apiError
+	if decodeErr != nil {
+		apiErr = invalidRequest("body", fmt.Sprintf("The request body could not be read: %v", decodeErr))
+	} else {
+		call, apiErr = in.Body.call()
+	}
 	var resp *chatCompletion
 	if apiErr == nil {
 		resp, apiErr = r.s.complete(dep, call)

@@ -17,12 +17,14 @@ const maxValidationErrors = 100
 // maxLineBytes bounds one input line (the file limit bounds it anyway).
 const maxLineBytes = 256 << 20
 
-// inputLine is one request of a batch input file.
+// inputLine is one request of a batch input file, as validation reads it.
 type inputLine struct {
-	CustomID *string         `json:"custom_id"`
-	Method   string          `json:"method"`
-	URL      string          `json:"url"`
-	Body     json.RawMessage `json:"body"`
+	CustomID *string `json:"custom_id"`
+	Method   string  `json:"method"`
+	URL      string  `json:"url"`
+	Body     *struct {
+		Model string `json:"model"`
+	} `json:"body"`
 }
 
 // validation is the outcome of the validation pass.
@@ -125,13 +127,11 @@ func (s *Server) checkLine(v *validation, in *inputLine, seen map[[16]byte]struc
 		normaliseRoute(in.URL) != normaliseRoute(*firstURL):
 		v.fail("url_mismatch", fmt.Sprintf("The url '%s' on line %d does not match the url of the first line ('%s'); all lines must use the same url.", in.URL, n, *firstURL), n, "url")
 	}
-	var body struct {
-		Model string `json:"model"`
-	}
-	if json.Unmarshal(in.Body, &body) != nil || body.Model == "" {
+	if in.Body == nil || in.Body.Model == "" {
 		v.fail("invalid_request", fmt.Sprintf("Line %d has no body.model.", n), n, "body.model")
 		return
 	}
+	body := in.Body
 	if v.deployment == "" {
 		v.deployment = body.Model
 		dep := s.deps[body.Model]

@@ -1,8 +1,10 @@
 package aoaisim
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net/http"
 )
@@ -21,8 +23,49 @@ type chatRequest struct {
 }
 
 type chatMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
+	Role    string         `json:"role"`
+	Content messageContent `json:"content"`
+}
+
+// messageContent is a message's content: a string, null, or an array of
+// parts whose text is concatenated.
+type messageContent struct {
+	text   string
+	images int
+}
+
+// UnmarshalJSON decodes the content. A string without escapes, by far the
+// common case, is taken as is, without a second pass of the JSON decoder.
+func (c *messageContent) UnmarshalJSON(b []byte) error {
+	switch {
+	case string(b) == "null":
+		*c = messageContent{}
+		return nil
+	case len(b) >= 2 && b[0] == '"':
+		if bytes.IndexByte(b, '\\') < 0 {
+			c.text = string(b[1 : len(b)-1])
+			return nil
+		}
+		if err := json.Unmarshal(b, &c.text); err != nil {
+			return fmt.Errorf("decode content string: %w", err)
+		}
+		return nil
+	}
+	var parts []contentPart
+	if err := json.Unmarshal(b, &parts); err != nil {
+		return fmt.Errorf("content must be a string or an array of parts: %w", err)
+	}
+	var text []byte
+	for _, p := range parts {
+		switch p.Type {
+		case "text":
+			text = append(text, p.Text...)
+		case "image_url":
+			c.images++
+		}
+	}
+	c.text = string(text)
+	return nil
 }
 
 type contentPart struct {
@@ -46,10 +89,13 @@ func parseChat(body []byte) (*chatCall, *apiError) {
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil, invalidRequest("", fmt.Sprintf("We could not parse the JSON body of your request: %v", err))
 	}
-	return req.call(body)
+	return req.call()
 }
 
-func (req *chatRequest) call(raw []byte) (*chatCall, *apiError) {
+// call validates the request. The completion seed hashes the roles and texts
+// of the messages, so the same conversation gets the same answer whether it
+// comes synchronously or in a batch line.
+func (req *chatRequest) call() (*chatCall, *apiError) {
 	if req.Stream {
 		return nil, invalidRequest("stream", "stream=true is not supported by the simulator.")
 	}
@@ -58,14 +104,16 @@ func (req *chatRequest) call(raw []byte) (*chatCall, *apiError) {
 	}
 	c := &chatCall{model: req.Model, n: 1, texts: make([]string, 0, len(req.Messages))}
 	images := 0
-	for i, m := range req.Messages {
-		text, imgs, err := messageText(m.Content)
-		if err != nil {
-			return nil, invalidRequest(fmt.Sprintf("messages[%d].content", i), err.Error())
-		}
-		c.texts = append(c.texts, text)
-		images += imgs
+	h := fnv.New64a()
+	for _, m := range req.Messages {
+		c.texts = append(c.texts, m.Content.text)
+		images += m.Content.images
+		_, _ = io.WriteString(h, m.Role)
+		_, _ = h.Write([]byte{0})
+		_, _ = io.WriteString(h, m.Content.text)
+		_, _ = h.Write([]byte{0})
 	}
+	c.seed = h.Sum64()
 	c.promptTokens = PromptTokens(c.texts, images)
 	if req.N != nil {
 		if *req.N < 1 || *req.N > 128 {
@@ -87,38 +135,7 @@ func (req *chatRequest) call(raw []byte) (*chatCall, *apiError) {
 			c.maxTokens = *p.v
 		}
 	}
-	c.seed = seedOf(raw)
 	return c, nil
-}
-
-// messageText returns the text of a message content (a string, null, or an
-// array of parts) and the number of image parts.
-func messageText(raw json.RawMessage) (string, int, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", 0, nil
-	}
-	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", 0, fmt.Errorf("invalid string content: %w", err)
-		}
-		return s, 0, nil
-	}
-	var parts []contentPart
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", 0, fmt.Errorf("content must be a string or an array of parts: %w", err)
-	}
-	var text []byte
-	images := 0
-	for _, p := range parts {
-		switch p.Type {
-		case "text":
-			text = append(text, p.Text...)
-		case "image_url":
-			images++
-		}
-	}
-	return string(text), images, nil
 }
 
 // charge is the TPM charge of a call: prompt + max tokens per choice, with

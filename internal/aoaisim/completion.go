@@ -54,12 +54,13 @@ type completionTokenDetails struct {
 // as Azure bills them); otherwise the deterministic text. Usage counters of
 // dep are updated.
 func (s *Server) complete(dep *deploymentState, call *chatCall) (*chatCompletion, *apiError) {
-	if cat, hit := match(s.filter.prompt, call.texts); hit {
+	lowered := lowerAll(call.texts)
+	if cat, hit := match(s.filter.prompt, lowered); hit {
 		dep.filtered.Add(1)
 		dep.requests.Add(1)
 		return nil, s.filter.promptBlocked(cat)
 	}
-	blockCat, blocked := match(s.filter.completion, call.texts)
+	blockCat, blocked := match(s.filter.completion, lowered)
 	resp := &chatCompletion{
 		ID:                  newID("chatcmpl-", 29),
 		Object:              "chat.completion",

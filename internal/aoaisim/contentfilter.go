@@ -118,15 +118,21 @@ func newContentFilter(cfg ContentFilter) *contentFilter {
 	return &contentFilter{prompt: lower(cfg.PromptTriggers), completion: lower(cfg.CompletionTriggers), style: cfg.InnerErrorStyle}
 }
 
-// match returns the category of the first trigger found in any text.
-func match(triggers []Trigger, texts []string) (string, bool) {
-	if len(triggers) == 0 {
-		return "", false
+// lowerAll lower-cases texts once for both trigger lists.
+func lowerAll(texts []string) []string {
+	out := make([]string, len(texts))
+	for i, t := range texts {
+		out[i] = strings.ToLower(t)
 	}
-	for _, t := range texts {
-		lt := strings.ToLower(t)
+	return out
+}
+
+// match returns the category of the first trigger found in any of the
+// lower-cased texts.
+func match(triggers []Trigger, lowered []string) (string, bool) {
+	for _, t := range lowered {
 		for _, tr := range triggers {
-			if strings.Contains(lt, tr.Phrase) {
+			if strings.Contains(t, tr.Phrase) {
 				return tr.Category, true
 			}
 		}

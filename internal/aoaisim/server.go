@@ -187,7 +187,8 @@ func (s *Server) authorized(r *http.Request) bool {
 	return s.keys[tok] || s.cfg.AcceptAnyBearer
 }
 
-// sweepFiles deletes expired files from disk every simulated hour.
+// sweepFiles deletes expired files from disk every simulated hour, but not
+// more often than every 100 ms of real time, however fast the clock runs.
 func (s *Server) sweepFiles() {
 	defer s.workers.Done()
 	for {
@@ -197,6 +198,11 @@ func (s *Server) sweepFiles() {
 		}
 		if n := s.files.sweep(s.clock.Now()); n > 0 {
 			s.log.Debug().Int("files", n).Msg("expired files removed")
+		}
+		select {
+		case <-s.lifetime.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
