@@ -1,0 +1,302 @@
+package batchfile
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Wire shapes of an output line (OpenAI's BatchRequestOutput, with Azure's
+// content-filter annotations). Only the fields offpath reads are declared;
+// everything else is ignored.
+type wireLine struct {
+	CustomID json.RawMessage `json:"custom_id"`
+	Response *wireResponse   `json:"response"`
+	Error    *wireError      `json:"error"`
+}
+
+type wireResponse struct {
+	StatusCode *int            `json:"status_code"`
+	RequestID  flexString      `json:"request_id"`
+	Body       json.RawMessage `json:"body"`
+}
+
+type wireError struct {
+	Code       flexString `json:"code"`
+	Message    flexString `json:"message"`
+	InnerError *wireInner `json:"innererror"`  // real service responses
+	InnerSpec  *wireInner `json:"inner_error"` // 2024-10-21 REST spec
+}
+
+// wireInner carries the filter verdicts under any of the three spellings
+// seen: content_filter_result (service), content_filter_results (docs and
+// spec).
+type wireInner struct {
+	Code    flexString                 `json:"code"`
+	Result  map[string]json.RawMessage `json:"content_filter_result"`
+	Results map[string]json.RawMessage `json:"content_filter_results"`
+}
+
+type wireBody struct {
+	Choices []wireChoice `json:"choices"`
+	Usage   *wireUsage   `json:"usage"`
+	Error   *wireError   `json:"error"`
+	// Responses API.
+	Status string       `json:"status"`
+	Output []wireOutput `json:"output"`
+}
+
+type wireChoice struct {
+	FinishReason flexString `json:"finish_reason"`
+	Message      struct {
+		Content *string `json:"content"`
+	} `json:"message"`
+	Filters map[string]json.RawMessage `json:"content_filter_results"`
+}
+
+type wireOutput struct {
+	Type    string `json:"type"`
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+}
+
+type wireUsage struct {
+	PromptTokens     *int64 `json:"prompt_tokens"`
+	CompletionTokens *int64 `json:"completion_tokens"`
+	InputTokens      *int64 `json:"input_tokens"`
+	OutputTokens     *int64 `json:"output_tokens"`
+	TotalTokens      *int64 `json:"total_tokens"`
+	PromptDetails    *struct {
+		CachedTokens *int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	InputDetails *struct {
+		CachedTokens *int64 `json:"cached_tokens"`
+	} `json:"input_tokens_details"`
+	CompletionDetails *struct {
+		ReasoningTokens *int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+	OutputDetails *struct {
+		ReasoningTokens *int64 `json:"reasoning_tokens"`
+	} `json:"output_tokens_details"`
+}
+
+// flexString reads a JSON string, or the text of a number, or null. Azure
+// writes codes such as "429" as strings, but a number must not make the
+// whole line unreadable.
+type flexString string
+
+func (f *flexString) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*f = flexString(s)
+	case string(b) == "null":
+		*f = ""
+	case len(b) > 0 && (b[0] == '-' || b[0] >= '0' && b[0] <= '9'):
+		*f = flexString(b)
+	default:
+		return fmt.Errorf("expected a string, got %.20s", b)
+	}
+	return nil
+}
+
+func parseLine(raw []byte, n int) (Result, error) {
+	var w wireLine
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return Result{}, &LineError{Line: n, CustomID: salvageCustomID(raw), Reason: "not a JSON object of the output schema: " + shortErr(err)}
+	}
+	var id string
+	if err := json.Unmarshal(w.CustomID, &id); err != nil || id == "" {
+		return Result{}, &LineError{Line: n, Reason: "no custom_id string"}
+	}
+	res := Result{Line: n, CustomID: id}
+	bad := func(reason string) (Result, error) {
+		return Result{}, &LineError{Line: n, CustomID: id, Reason: reason}
+	}
+	switch {
+	case w.Error != nil:
+		// A request that never produced an HTTP response (batch_expired,
+		// internal errors), or Azure's top-level error spelling.
+		res.Code, res.Message = string(w.Error.Code), string(w.Error.Message)
+		res.Outcome = Failed
+		if cats, refused := w.Error.refusal(); refused {
+			res.Outcome, res.RefusedBy, res.Categories = Refused, RefusedPrompt, cats
+		}
+		return res, nil
+	case w.Response == nil:
+		return bad("neither response nor error")
+	case w.Response.StatusCode == nil:
+		return bad("response without status_code")
+	}
+	res.StatusCode, res.RequestID = *w.Response.StatusCode, string(w.Response.RequestID)
+	var body wireBody
+	if len(w.Response.Body) > 0 && string(w.Response.Body) != "null" {
+		if err := json.Unmarshal(w.Response.Body, &body); err != nil {
+			return bad("response body: " + shortErr(err))
+		}
+	}
+	if body.Usage != nil {
+		u, err := body.Usage.usage()
+		if err != nil {
+			return bad(err.Error())
+		}
+		res.Usage = u
+	}
+	if res.StatusCode < 200 || res.StatusCode > 299 || body.Error != nil {
+		res.Outcome = Failed
+		if body.Error != nil {
+			res.Code, res.Message = string(body.Error.Code), string(body.Error.Message)
+			if cats, refused := body.Error.refusal(); refused {
+				res.Outcome, res.RefusedBy, res.Categories = Refused, RefusedPrompt, cats
+			}
+		}
+		return res, nil
+	}
+	res.Outcome = OK
+	body.answer(&res)
+	return res, nil
+}
+
+// answer fills the text and finish reason, and marks a completion refusal.
+func (b *wireBody) answer(res *Result) {
+	for i, ch := range b.Choices {
+		if i == 0 {
+			res.FinishReason = string(ch.FinishReason)
+			if ch.Message.Content != nil {
+				res.Text = *ch.Message.Content
+			}
+		}
+		if ch.FinishReason == "content_filter" {
+			res.Outcome, res.RefusedBy = Refused, RefusedCompletion
+			res.Categories = mergeCategories(res.Categories, filtered(ch.Filters))
+		}
+	}
+	if len(b.Choices) == 0 && len(b.Output) > 0 {
+		var sb strings.Builder
+		for _, o := range b.Output {
+			for _, c := range o.Content {
+				if c.Type == "output_text" {
+					sb.WriteString(c.Text)
+				}
+			}
+		}
+		res.Text, res.FinishReason = sb.String(), b.Status
+	}
+}
+
+// refusal reports whether an error is a content-filter refusal, and the
+// categories that tripped.
+func (e *wireError) refusal() ([]string, bool) {
+	refused := e.Code == "content_filter"
+	var cats []string
+	for _, in := range []*wireInner{e.InnerError, e.InnerSpec} {
+		if in == nil {
+			continue
+		}
+		if in.Code == "ResponsibleAIPolicyViolation" {
+			refused = true
+		}
+		cats = mergeCategories(cats, filtered(in.Result))
+		cats = mergeCategories(cats, filtered(in.Results))
+	}
+	return cats, refused
+}
+
+// filtered lists the categories whose verdict says filtered: true. Entries of
+// other shapes (an "error" entry when the filter did not run) are skipped.
+func filtered(m map[string]json.RawMessage) []string {
+	var out []string
+	for cat, raw := range m {
+		var v struct {
+			Filtered bool `json:"filtered"`
+		}
+		if json.Unmarshal(raw, &v) == nil && v.Filtered {
+			out = append(out, cat)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func mergeCategories(a, b []string) []string {
+	for _, c := range b {
+		if !slices.Contains(a, c) {
+			a = append(a, c)
+		}
+	}
+	slices.Sort(a)
+	return a
+}
+
+// usage converts the reported usage, refusing negative counts.
+func (u *wireUsage) usage() (Usage, error) {
+	var out Usage
+	pick := func(dst *int64, name string, vals ...*int64) error {
+		for _, v := range vals {
+			if v == nil {
+				continue
+			}
+			if *v < 0 {
+				return fmt.Errorf("negative %s", name)
+			}
+			*dst = *v
+			return nil
+		}
+		return nil
+	}
+	var cachedP, cachedI, reasonC, reasonO *int64
+	if u.PromptDetails != nil {
+		cachedP = u.PromptDetails.CachedTokens
+	}
+	if u.InputDetails != nil {
+		cachedI = u.InputDetails.CachedTokens
+	}
+	if u.CompletionDetails != nil {
+		reasonC = u.CompletionDetails.ReasoningTokens
+	}
+	if u.OutputDetails != nil {
+		reasonO = u.OutputDetails.ReasoningTokens
+	}
+	for _, err := range []error{
+		pick(&out.PromptTokens, "prompt tokens", u.PromptTokens, u.InputTokens),
+		pick(&out.CompletionTokens, "completion tokens", u.CompletionTokens, u.OutputTokens),
+		pick(&out.TotalTokens, "total tokens", u.TotalTokens),
+		pick(&out.CachedTokens, "cached tokens", cachedP, cachedI),
+		pick(&out.ReasoningTokens, "reasoning tokens", reasonC, reasonO),
+	} {
+		if err != nil {
+			return Usage{}, err
+		}
+	}
+	return out, nil
+}
+
+// salvageCustomID pulls a custom_id string out of a line that does not
+// decode as a whole, so the caller can still mark the item.
+func salvageCustomID(raw []byte) string {
+	var v struct {
+		CustomID string `json:"custom_id"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&v); err != nil {
+		return ""
+	}
+	return v.CustomID
+}
+
+// shortErr keeps decoder messages bounded: they may quote line content.
+func shortErr(err error) string {
+	s := err.Error()
+	if len(s) > 120 {
+		s = s[:120] + "…"
+	}
+	return s
+}
