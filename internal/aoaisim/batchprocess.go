@@ -172,7 +172,7 @@ func (r *batchRun) expire(w *outputWriter, rd *bufio.Reader, line []byte, p line
 // It reports whether the line succeeded.
 func (r *batchRun) runLine(w *outputWriter, dep *deploymentState, raw []byte) (bool, error) {
 	var in struct {
-		CustomID *string    `json:"custom_id"`
+		CustomID *string     `json:"custom_id"`
 		Body     chatRequest `json:"body"`
 	}
 	decodeErr := json.Unmarshal(raw, &in) // one pass: the line was validated before

@@ -47,12 +47,12 @@ type batch struct {
 	EstimatedTokens  int64
 	ticket           int64         // admission order (admissionGate)
 	wake             chan struct{} // cancel wakes the worker; buffered
+	CreatedAt        time.Time
+	ExpiresAt        time.Time // created_at + completion window
 
 	// guarded by batchStore.mu
 	Status          string
-	CreatedAt       time.Time
 	InProgressAt    time.Time
-	ExpiresAt       time.Time
 	FinalizingAt    time.Time
 	CompletedAt     time.Time
 	FailedAt        time.Time

@@ -4,12 +4,31 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/openai/openai-go/v3"
 )
+
+// parallel runs fn n times on workers goroutines.
+func parallel(n, workers int, fn func()) {
+	jobs := make(chan struct{}, n)
+	for range n {
+		jobs <- struct{}{}
+	}
+	close(jobs)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range jobs {
+				fn()
+			}
+		})
+	}
+	wg.Wait()
+}
 
 // withinRate fails unless observed/n is within 5 standard deviations of p.
 func withinRate(t *testing.T, what string, observed, n int, p float64) {
@@ -23,22 +42,25 @@ func withinRate(t *testing.T, what string, observed, n int, p float64) {
 
 func TestFaults_ErrorRate(t *testing.T) {
 	t.Parallel()
-	const n, p = 1500, 0.2
+	const n, p = 1000, 0.2
 	s := newSim(t, aoaisim.Config{Seed: 7, Faults: []aoaisim.FaultRule{{Deployment: chatDep, Route: "chat", ErrorRate: p}}})
 	ctx := context.Background()
+	var mu sync.Mutex
 	statuses := map[int]int{}
-	for range n {
+	parallel(n, 8, func() {
 		_, err := s.v1.Chat.Completions.New(ctx, chatParams(chatDep, "hi"))
 		if err == nil {
-			continue
+			return
 		}
 		e := apiError(t, err)
-		statuses[e.StatusCode]++
 		want := map[int]string{500: "InternalServerError", 503: "ServiceUnavailable"}[e.StatusCode]
 		if want == "" || e.Code != want {
-			t.Fatalf("fault reply = %d %q", e.StatusCode, e.Code)
+			t.Errorf("fault reply = %d %q", e.StatusCode, e.Code)
 		}
-	}
+		mu.Lock()
+		statuses[e.StatusCode]++
+		mu.Unlock()
+	})
 	errs := statuses[500] + statuses[503]
 	withinRate(t, "5xx", errs, n, p)
 	withinRate(t, "503 share of 5xx", statuses[503], errs, 0.5)
@@ -90,26 +112,35 @@ func TestFaults_ResetHangLatency(t *testing.T) {
 			if err := s.srv.SetFaults([]aoaisim.FaultRule{tt.rule}); err != nil {
 				t.Fatalf("SetFaults: %v", err)
 			}
+			var mu sync.Mutex
 			failures := 0
 			start := time.Now()
-			for range tt.n {
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				if tt.name == "hang" {
-					ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
-				}
-				_, err := s.classic.Chat.Completions.New(ctx, chatParams(chatDep, "hi"))
-				cancel()
-				if err != nil {
-					var apiErr *openai.Error
-					if errors.As(err, &apiErr) {
-						t.Fatalf("got an HTTP reply %d, want a transport failure", apiErr.StatusCode)
-					}
-					if tt.name == "hang" && !errors.Is(err, context.DeadlineExceeded) {
-						t.Errorf("hang error = %v, want deadline exceeded", err)
-					}
-					failures++
-				}
+			workers := 4
+			if tt.name == "latency" {
+				workers = 1 // the elapsed time must add up
 			}
+			parallel(tt.n, workers, func() {
+				timeout := 2 * time.Second
+				if tt.name == "hang" {
+					timeout = 50 * time.Millisecond
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), timeout)
+				defer cancel()
+				_, err := s.classic.Chat.Completions.New(ctx, chatParams(chatDep, "hi"))
+				if err == nil {
+					return
+				}
+				var apiErr *openai.Error
+				if errors.As(err, &apiErr) {
+					t.Errorf("got an HTTP reply %d, want a transport failure", apiErr.StatusCode)
+				}
+				if tt.name == "hang" && !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("hang error = %v, want deadline exceeded", err)
+				}
+				mu.Lock()
+				failures++
+				mu.Unlock()
+			})
 			tt.check(t, s, failures, time.Since(start))
 		})
 	}

@@ -107,13 +107,13 @@ func TestFiles_Validation(t *testing.T) {
 func TestFiles_CapWithoutExpiry(t *testing.T) {
 	t.Parallel()
 	s := newSim(t, aoaisim.Config{}) // default cap: 500 batch files without expiry
-	for i := range 500 {
+	parallel(500, 8, func() {
 		if _, err := s.v1.Files.New(context.Background(), openai.FileNewParams{
 			File: openai.File(strings.NewReader("{}\n"), "x.jsonl", "application/jsonl"), Purpose: openai.FilePurposeBatch,
 		}); err != nil {
-			t.Fatalf("upload %d: %v", i, err)
+			t.Errorf("upload: %v", err)
 		}
-	}
+	})
 	_, err := s.v1.Files.New(context.Background(), openai.FileNewParams{
 		File: openai.File(strings.NewReader("{}\n"), "x.jsonl", "application/jsonl"), Purpose: openai.FilePurposeBatch,
 	})
