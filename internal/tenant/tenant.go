@@ -122,12 +122,15 @@ func (t *Tenant) Validate() error {
 			errs = append(errs, fmt.Errorf("%w: app_ids[%d] %q: listed twice", ErrInvalid, i, a))
 		}
 	}
+	if t.Created.IsZero() || t.Updated.IsZero() {
+		errs = append(errs, fmt.Errorf("%w: created, updated: are required (use New)", ErrInvalid))
+	}
 	if len(t.Keys) > MaxKeys {
 		errs = append(errs, fmt.Errorf("%w: keys: at most %d (let old keys expire or revoke them)", ErrInvalid, MaxKeys))
 	}
 	for i, k := range t.Keys {
-		if !isKeyID(k.ID) {
-			errs = append(errs, fmt.Errorf("%w: keys[%d].id: malformed", ErrInvalid, i))
+		if !isKeyID(k.ID) || len(k.Hash) != 32 || len(k.Salt) != saltBytes || k.Created.IsZero() {
+			errs = append(errs, fmt.Errorf("%w: keys[%d]: malformed (make keys with NewKey)", ErrInvalid, i))
 		}
 	}
 	return errors.Join(errs...)

@@ -1,0 +1,105 @@
+package tablestore_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/offpath/offpath/internal/ledger"
+)
+
+// rows returns n distinct entries of one tenant-month, with a prefix so
+// that every benchmark iteration writes new rows.
+func rows(prefix string, n int) []ledger.Entry {
+	out := make([]ledger.Entry, n)
+	for i := range out {
+		out[i] = unit("contoso", "2026-11", fmt.Sprintf("%s/msg/%d", prefix, i), int64(100+i%50))
+	}
+	return out
+}
+
+// BenchmarkLedger_RecordBatch writes 10,000 rows of one tenant-month in
+// transactions of 100.
+func BenchmarkLedger_RecordBatch(b *testing.B) {
+	const n = 10_000
+	l := newLedger(b, nil)
+	ctx := context.Background()
+	if err := l.Record(ctx, unit("contoso", "2026-11", "warm-up", 1)); err != nil {
+		b.Fatal(err)
+	}
+	i := 0
+	var total time.Duration
+	for b.Loop() {
+		entries := rows(fmt.Sprintf("it%d", i), n)
+		i++
+		start := time.Now()
+		if err := l.RecordBatch(ctx, entries); err != nil {
+			b.Fatal(err)
+		}
+		total += time.Since(start)
+	}
+	b.ReportMetric(float64(n*i)/total.Seconds(), "rows/s")
+}
+
+// BenchmarkLedger_RecordSingle writes rows one request at a time, for
+// comparison (1,000 rows per iteration: at one row per request, 10,000
+// take a while).
+func BenchmarkLedger_RecordSingle(b *testing.B) {
+	const n = 1_000
+	l := newLedger(b, nil)
+	ctx := context.Background()
+	if err := l.Record(ctx, unit("contoso", "2026-11", "warm-up", 1)); err != nil {
+		b.Fatal(err)
+	}
+	i := 0
+	var total time.Duration
+	for b.Loop() {
+		entries := rows(fmt.Sprintf("it%d", i), n)
+		i++
+		start := time.Now()
+		for _, e := range entries {
+			if err := l.Record(ctx, e); err != nil {
+				b.Fatal(err)
+			}
+		}
+		total += time.Since(start)
+	}
+	b.ReportMetric(float64(n*i)/total.Seconds(), "rows/s")
+}
+
+// BenchmarkLedger_MonthReport reads a month of 10,000 rows (one partition
+// query, paged by the service 1,000 rows at a time) and sums it.
+func BenchmarkLedger_MonthReport(b *testing.B) {
+	l := newLedger(b, nil)
+	ctx := context.Background()
+	if err := l.RecordBatch(ctx, rows("report", 10_000)); err != nil {
+		b.Fatal(err)
+	}
+	m := mustMonth(b, "2026-11")
+	for b.Loop() {
+		entries, err := l.Month(ctx, "contoso", m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r := ledger.Summarize("contoso", m, entries); r.Entries != 10_000 {
+			b.Fatalf("report over %d rows", r.Entries)
+		}
+	}
+}
+
+// BenchmarkLedger_Totals is the budget check's read: the same partition,
+// counters only.
+func BenchmarkLedger_Totals(b *testing.B) {
+	l := newLedger(b, nil)
+	ctx := context.Background()
+	if err := l.RecordBatch(ctx, rows("totals", 10_000)); err != nil {
+		b.Fatal(err)
+	}
+	m := mustMonth(b, "2026-11")
+	for b.Loop() {
+		if u, err := l.Totals(ctx, "contoso", m); err != nil || u.Requests != 30_000 {
+			b.Fatalf("Totals = %+v, %v", u, err)
+		}
+	}
+}

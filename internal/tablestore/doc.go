@@ -1,0 +1,25 @@
+// Package tablestore keeps offpath's tenants and ledger in Azure Table
+// Storage (Azurite locally) through the aztables SDK. It is the only
+// package that knows the tables' layout; everything else talks in the
+// domain types of packages tenant and ledger, and SDK errors are
+// translated here into those packages' sentinels (tenant.ErrNotFound,
+// tenant.ErrConflict). Any other error is returned wrapped: callers treat
+// it as transient, so a row that could not be written is retried, never
+// silently lost.
+//
+// Layout:
+//
+//	offpathtenants  PartitionKey "tenants" (one partition, so that a tenant
+//	                and its credential index change in one atomic
+//	                transaction); RowKey "t:<tenant id>" for the tenant,
+//	                "k:<key id>" for each API key and "a:<app id>" for each
+//	                Entra application id. A credential row carries what
+//	                authentication needs (tenant id, state, salted key
+//	                hash), so authenticating is one point read.
+//	offpathledger   PartitionKey "<tenant id>|<YYYY-MM>", so that a tenant's
+//	                month is one partition query; RowKey the entry's
+//	                deterministic key (ledger.Entry.Key), so that writing
+//	                the same unit again replaces its row.
+//
+// Tables are created on first write (an existing table is fine).
+package tablestore

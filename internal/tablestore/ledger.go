@@ -1,0 +1,256 @@
+package tablestore
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/offpath/offpath/internal/catalog"
+	"github.com/offpath/offpath/internal/ledger"
+)
+
+// MaxTransaction is Table Storage's limit of entities per transaction (all
+// in one partition).
+const MaxTransaction = 100
+
+// Ledger stores ledger entries.
+type Ledger struct {
+	t        table
+	now      func() time.Time
+	parallel int
+}
+
+// LedgerOptions configure a Ledger.
+type LedgerOptions struct {
+	// Table is the table name (default DefaultLedgerTable).
+	Table string
+	// Now stamps entries' Recorded time (default time.Now).
+	Now func() time.Time
+	// Parallel is how many transactions RecordBatch keeps in flight
+	// (default 1: the transactions of one tenant-month share a partition,
+	// which serves them one at a time anyway).
+	Parallel int
+}
+
+// NewLedger returns the ledger store.
+func NewLedger(svc *aztables.ServiceClient, o LedgerOptions) *Ledger {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Ledger{t: table{client: svc.NewClient(cmp.Or(o.Table, DefaultLedgerTable))}, now: o.Now, parallel: max(o.Parallel, 1)}
+}
+
+// Partition is the partition key of a tenant's month: "<tenant>|<YYYY-MM>".
+func Partition(tenantID string, m ledger.Month) string { return tenantID + "|" + m.String() }
+
+// Record writes one entry, replacing the row of the same unit if there is
+// one. An error means the entry may not be stored: retry it.
+func (l *Ledger) Record(ctx context.Context, e ledger.Entry) error {
+	if err := e.Validate(); err != nil {
+		return err
+	}
+	if err := l.t.ensure(ctx); err != nil {
+		return err
+	}
+	b, err := json.Marshal(toLedgerEntity(e, l.now()))
+	if err != nil {
+		return fmt.Errorf("encode ledger entry: %w", err)
+	}
+	if _, err := l.t.client.UpsertEntity(ctx, b, &aztables.UpsertEntityOptions{UpdateMode: aztables.UpdateModeReplace}); err != nil {
+		return fmt.Errorf("record ledger entry %s %s: %w", Partition(e.Tenant, e.Month), e.Key(), err)
+	}
+	return nil
+}
+
+// RecordBatch writes many entries with as few requests as Table Storage
+// allows: one transaction per partition and 100 entries. Entries of the
+// same unit in one call collapse to the last. Each transaction is atomic;
+// on error some transactions may have been written and others not, and
+// calling RecordBatch again with the same entries is always safe.
+func (l *Ledger) RecordBatch(ctx context.Context, entries []ledger.Entry) error {
+	var errs []error
+	for i := range entries {
+		if err := entries[i].Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("entries[%d]: %w", i, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	if err := l.t.ensure(ctx); err != nil {
+		return err
+	}
+	now := l.now()
+	// Group by partition, keeping first-seen order; the last write of a
+	// unit wins, as it would with one call per entry.
+	type group struct {
+		order []string
+		rows  map[string][]byte
+	}
+	groups := map[string]*group{}
+	var partitions []string
+	for i := range entries {
+		e := &entries[i]
+		pk := Partition(e.Tenant, e.Month)
+		g := groups[pk]
+		if g == nil {
+			g = &group{rows: map[string][]byte{}}
+			groups[pk] = g
+			partitions = append(partitions, pk)
+		}
+		b, err := json.Marshal(toLedgerEntity(*e, now))
+		if err != nil {
+			return fmt.Errorf("encode ledger entry: %w", err)
+		}
+		rk := e.Key()
+		if _, seen := g.rows[rk]; !seen {
+			g.order = append(g.order, rk)
+		}
+		g.rows[rk] = b
+	}
+	var chunks [][]aztables.TransactionAction
+	var chunkPartition []string
+	for _, pk := range partitions {
+		g := groups[pk]
+		for start := 0; start < len(g.order); start += MaxTransaction {
+			keys := g.order[start:min(start+MaxTransaction, len(g.order))]
+			actions := make([]aztables.TransactionAction, len(keys))
+			for i, rk := range keys {
+				actions[i] = aztables.TransactionAction{ActionType: aztables.TransactionTypeInsertReplace, Entity: g.rows[rk]}
+			}
+			chunks = append(chunks, actions)
+			chunkPartition = append(chunkPartition, pk)
+		}
+	}
+	// A few transactions in flight at once: each is atomic on its own, and
+	// they touch disjoint rows.
+	errs = make([]error, len(chunks))
+	sem := make(chan struct{}, l.parallel)
+	var wg sync.WaitGroup
+	for i, actions := range chunks {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if _, err := l.t.client.SubmitTransaction(ctx, actions, nil); err != nil {
+				errs[i] = fmt.Errorf("record %d ledger entries in %s: %w", len(actions), chunkPartition[i], err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Month returns every entry of a tenant's month: one partition query.
+func (l *Ledger) Month(ctx context.Context, tenantID string, m ledger.Month) ([]ledger.Entry, error) {
+	var out []ledger.Entry
+	err := l.scan(ctx, tenantID, m, nil, func(e *ledgerEntity) {
+		out = append(out, e.entry(tenantID, m))
+	})
+	if out == nil {
+		out = []ledger.Entry{}
+	}
+	return out, err
+}
+
+// Totals sums a tenant's month, reading only the counters.
+func (l *Ledger) Totals(ctx context.Context, tenantID string, m ledger.Month) (ledger.Usage, error) {
+	sel := "PromptTokens,CompletionTokens,CachedTokens,ReasoningTokens,Requests,Refusals,CostNanoUSD"
+	var u ledger.Usage
+	err := l.scan(ctx, tenantID, m, &sel, func(e *ledgerEntity) { u.Add(e.usage()) })
+	return u, err
+}
+
+func (l *Ledger) scan(ctx context.Context, tenantID string, m ledger.Month, sel *string, each func(*ledgerEntity)) error {
+	filter := "PartitionKey eq " + quote(Partition(tenantID, m))
+	pager := l.t.client.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter, Select: sel})
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			if isNotFound(err) { // no table yet: nothing recorded
+				return nil
+			}
+			return fmt.Errorf("read ledger %s: %w", Partition(tenantID, m), err)
+		}
+		for _, b := range page.Entities {
+			var e ledgerEntity
+			if err := json.Unmarshal(b, &e); err != nil {
+				return fmt.Errorf("decode ledger row in %s: %w", Partition(tenantID, m), err)
+			}
+			each(&e)
+		}
+	}
+	return nil
+}
+
+// ledgerEntity is a ledger row. Counters are Edm.Int64: a month of batch
+// usage can pass 2^31 tokens, and costs are nano-dollars.
+type ledgerEntity struct {
+	PartitionKey         string
+	RowKey               string
+	Tenant               string     `json:",omitempty"`
+	Month                string     `json:",omitempty"`
+	Path                 string     `json:",omitempty"`
+	Unit                 string     `json:",omitempty"`
+	Alias                string     `json:",omitempty"`
+	Deployment           string     `json:",omitempty"`
+	PromptTokens         int64      `json:",string"`
+	PromptTokensType     string     `json:"PromptTokens@odata.type"`
+	CompletionTokens     int64      `json:",string"`
+	CompletionTokensType string     `json:"CompletionTokens@odata.type"`
+	CachedTokens         int64      `json:",string"`
+	CachedTokensType     string     `json:"CachedTokens@odata.type"`
+	ReasoningTokens      int64      `json:",string"`
+	ReasoningTokensType  string     `json:"ReasoningTokens@odata.type"`
+	Requests             int64      `json:",string"`
+	RequestsType         string     `json:"Requests@odata.type"`
+	Refusals             int64      `json:",string"`
+	RefusalsType         string     `json:"Refusals@odata.type"`
+	CostNanoUSD          int64      `json:",string"`
+	CostNanoUSDType      string     `json:"CostNanoUSD@odata.type"`
+	Recorded             *time.Time `json:",omitempty"`
+	RecordedType         string     `json:"Recorded@odata.type,omitempty"`
+}
+
+func toLedgerEntity(e ledger.Entry, now time.Time) ledgerEntity {
+	rec := now.UTC()
+	return ledgerEntity{
+		PartitionKey: Partition(e.Tenant, e.Month), RowKey: e.Key(),
+		Tenant: e.Tenant, Month: e.Month.String(), Path: string(e.Path), Unit: e.Unit, Alias: e.Alias, Deployment: e.Deployment,
+		PromptTokens: e.PromptTokens, PromptTokensType: edmInt64,
+		CompletionTokens: e.CompletionTokens, CompletionTokensType: edmInt64,
+		CachedTokens: e.CachedTokens, CachedTokensType: edmInt64,
+		ReasoningTokens: e.ReasoningTokens, ReasoningTokensType: edmInt64,
+		Requests: e.Requests, RequestsType: edmInt64,
+		Refusals: e.Refusals, RefusalsType: edmInt64,
+		CostNanoUSD: int64(e.Cost), CostNanoUSDType: edmInt64,
+		Recorded: &rec, RecordedType: edmDateTime,
+	}
+}
+
+func (e *ledgerEntity) usage() ledger.Usage {
+	return ledger.Usage{
+		PromptTokens: e.PromptTokens, CompletionTokens: e.CompletionTokens, CachedTokens: e.CachedTokens,
+		ReasoningTokens: e.ReasoningTokens, Requests: e.Requests, Refusals: e.Refusals, Cost: catalog.Money(e.CostNanoUSD),
+	}
+}
+
+func (e *ledgerEntity) entry(tenantID string, m ledger.Month) ledger.Entry {
+	out := ledger.Entry{
+		Tenant: tenantID, Month: m, Path: ledger.Path(e.Path), Unit: e.Unit, Alias: e.Alias, Deployment: e.Deployment,
+		Usage: e.usage(),
+	}
+	if e.Recorded != nil {
+		out.Recorded = e.Recorded.UTC()
+	}
+	return out
+}

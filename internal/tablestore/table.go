@@ -1,0 +1,100 @@
+package tablestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+)
+
+// Default table names.
+const (
+	DefaultTenantsTable = "offpathtenants"
+	DefaultLedgerTable  = "offpathledger"
+)
+
+// Connection says how to reach Table Storage: a connection string (shared
+// key, Azurite's "UseDevelopmentStorage=true" included), or a table service
+// URL with an Entra ID credential (managed identity in Azure).
+type Connection struct {
+	ConnectionString string
+	ServiceURL       string
+	Credential       azcore.TokenCredential
+}
+
+// NewServiceClient returns a table service client for c.
+func NewServiceClient(c Connection) (*aztables.ServiceClient, error) {
+	switch {
+	case c.ConnectionString != "":
+		s, err := aztables.NewServiceClientFromConnectionString(c.ConnectionString, nil)
+		if err != nil {
+			// The SDK's message may quote the connection string: never pass it on.
+			return nil, errors.New("table service client: the storage connection string is malformed")
+		}
+		return s, nil
+	case c.ServiceURL != "" && c.Credential != nil:
+		s, err := aztables.NewServiceClient(c.ServiceURL, c.Credential, nil)
+		if err != nil {
+			return nil, fmt.Errorf("table service client for %s: %w", c.ServiceURL, err)
+		}
+		return s, nil
+	}
+	return nil, errors.New("table service client: need a connection string, or a service URL and a credential")
+}
+
+// table is an aztables client that creates its table on first write.
+type table struct {
+	client  *aztables.Client
+	mu      sync.Mutex
+	created bool
+}
+
+func (t *table) ensure(ctx context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.created {
+		return nil
+	}
+	if _, err := t.client.CreateTable(ctx, nil); err != nil && !hasCode(err, aztables.TableAlreadyExists) {
+		return fmt.Errorf("create table: %w", err)
+	}
+	t.created = true
+	return nil
+}
+
+func hasCode(err error, codes ...aztables.TableErrorCode) bool {
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) {
+		return false
+	}
+	for _, c := range codes {
+		if re.ErrorCode == string(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// isNotFound reports a missing entity or table (a table that was never
+// written to holds nothing).
+func isNotFound(err error) bool {
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && re.StatusCode == http.StatusNotFound
+}
+
+// isTransactionFailure reports a transaction one of whose operations was
+// refused: the service answers 202 with the failure inside, which the SDK
+// reports without its code, so callers find out which by reading.
+func isTransactionFailure(err error) bool {
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && (re.StatusCode == http.StatusAccepted || re.StatusCode == http.StatusConflict ||
+		re.StatusCode == http.StatusPreconditionFailed || re.StatusCode == http.StatusNotFound)
+}
+
+// quote makes s an OData string literal.
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
