@@ -73,7 +73,7 @@ func classify(err error) error {
 	switch st := apiErr.StatusCode; {
 	case st == http.StatusBadRequest && isTokenLimit(apiErr):
 		return outcome.Retry(&QuotaError{Code: apiErr.Code, Message: apiErr.Message,
-			EnqueuedTokens: headerInt(apiErr.Response, "deployment-enqueued-tokens"),
+			EnqueuedTokens:    headerInt(apiErr.Response, "deployment-enqueued-tokens"),
 			MaxEnqueuedTokens: headerInt(apiErr.Response, "deployment-maximum-enqueued-tokens")}, 0)
 	case st == http.StatusUnauthorized || st == http.StatusForbidden:
 		return outcome.Retry(fmt.Errorf("%w: %w", ErrAuth, desc), 0)
