@@ -42,6 +42,7 @@ var (
 // QuotaError details ErrQuotaFull. Token counts are -1 when Azure did not
 // report them.
 type QuotaError struct {
+	Status            int // HTTP status of the refused create; 0 for a failed batch
 	Code              string
 	Message           string
 	EnqueuedTokens    int64 // deployment-enqueued-tokens: this file's estimate
@@ -49,6 +50,9 @@ type QuotaError struct {
 }
 
 func (e *QuotaError) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("%s: HTTP %d %s: %s", ErrQuotaFull, e.Status, e.Code, clip(e.Message))
+	}
 	return fmt.Sprintf("%s: %s: %s", ErrQuotaFull, e.Code, clip(e.Message))
 }
 
@@ -72,7 +76,7 @@ func classify(err error) error {
 	desc := fmt.Errorf("HTTP %d %s: %s: %w", apiErr.StatusCode, cmpCode(apiErr.Code), clip(apiErr.Message), err)
 	switch st := apiErr.StatusCode; {
 	case st == http.StatusBadRequest && isTokenLimit(apiErr):
-		return outcome.Retry(&QuotaError{Code: apiErr.Code, Message: apiErr.Message,
+		return outcome.Retry(&QuotaError{Status: st, Code: apiErr.Code, Message: apiErr.Message,
 			EnqueuedTokens:    headerInt(apiErr.Response, "deployment-enqueued-tokens"),
 			MaxEnqueuedTokens: headerInt(apiErr.Response, "deployment-maximum-enqueued-tokens")}, 0)
 	case st == http.StatusUnauthorized || st == http.StatusForbidden:
