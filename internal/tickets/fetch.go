@@ -1,0 +1,142 @@
+package tickets
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+)
+
+// file is one listed blob on its way to the decoder. When ready is closed,
+// either data holds the whole blob (prefetched), or data is nil and the blob
+// is to be streamed in its turn, or err says why neither.
+type file struct {
+	name   string
+	size   int64
+	format format
+	// fetch is whether the blob is read at all (a supported, plausible file).
+	fetch bool
+
+	ready chan struct{}
+	data  []byte
+	err   error
+}
+
+// files lists the blobs under prefix and sends them on the returned channel
+// in listing (name) order. Blobs of at most PrefetchBytes are downloaded
+// ahead, Concurrency at a time, so that many small files cost bandwidth
+// rather than one round trip each; larger ones are left to be streamed. At
+// most 2×Concurrency files wait in the channel, which bounds the memory held
+// ahead to about 3×Concurrency×PrefetchBytes. A listing error arrives as a
+// file with err set and ends the channel. stop cancels everything in flight
+// and waits for it; it must be called once the caller is done.
+func (c *Collector) files(ctx context.Context, prefix string) (_ <-chan *file, stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	out := make(chan *file, 2*c.opts.Concurrency)
+	sem := make(chan struct{}, c.opts.Concurrency)
+	var wg sync.WaitGroup
+	send := func(f *file) bool {
+		select {
+		case out <- f:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	wg.Go(func() {
+		defer close(out)
+		pager := c.container.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix})
+		for pager.More() {
+			page, err := pager.NextPage(ctx)
+			if err != nil {
+				f := &file{ready: make(chan struct{}), err: fmt.Errorf("list blobs: %w", err)}
+				close(f.ready)
+				send(f)
+				return
+			}
+			for _, item := range page.Segment.BlobItems {
+				f := c.listed(item)
+				if f == nil {
+					continue
+				}
+				if f.fetch && f.size <= c.opts.PrefetchBytes {
+					select {
+					case sem <- struct{}{}:
+					case <-ctx.Done():
+						return
+					}
+					wg.Go(func() {
+						defer func() { <-sem }()
+						f.data, f.err = c.download(ctx, f.name, f.size, c.opts.PrefetchBytes)
+						close(f.ready)
+					})
+				} else {
+					close(f.ready)
+				}
+				if !send(f) {
+					return
+				}
+			}
+		}
+	})
+	return out, func() {
+		cancel()
+		for range out { // drain, so that the lister sees the cancel and exits
+		}
+		wg.Wait()
+	}
+}
+
+// listed turns a listing entry into a file, or nil for a folder marker.
+func (c *Collector) listed(item *container.BlobItem) *file {
+	if item == nil || item.Name == nil {
+		return nil
+	}
+	f := &file{name: *item.Name, ready: make(chan struct{})}
+	if item.Properties != nil && item.Properties.ContentLength != nil {
+		f.size = *item.Properties.ContentLength
+	}
+	if f.size == 0 && strings.HasSuffix(f.name, "/") {
+		return nil
+	}
+	f.format = formatOf(f.name)
+	f.fetch = f.format != unsupported && !(f.format == oneJSON && f.size > MaxDocumentBytes)
+	return f
+}
+
+// download reads a whole blob of the listed size, at most limit bytes. A
+// blob that has grown past limit since it was listed comes back as nil data,
+// to be streamed.
+func (c *Collector) download(ctx context.Context, name string, size, limit int64) ([]byte, error) {
+	body, err := c.open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
+	n, err := buf.ReadFrom(io.LimitReader(body, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read blob %q: %w", name, err)
+	}
+	if n > limit {
+		return nil, nil
+	}
+	if buf.Len() == 0 {
+		return []byte{}, nil
+	}
+	return buf.Bytes(), nil
+}
+
+// open starts streaming a blob, resuming after a broken connection.
+func (c *Collector) open(ctx context.Context, name string) (io.ReadCloser, error) {
+	resp, err := c.container.NewBlobClient(name).DownloadStream(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("download blob %q: %w", name, err)
+	}
+	return resp.NewRetryReader(ctx, &blob.RetryReaderOptions{MaxRetries: 3}), nil
+}

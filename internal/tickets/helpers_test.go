@@ -1,0 +1,119 @@
+package tickets_test
+
+import (
+	"context"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/offpath/offpath/internal/azurite"
+	"github.com/offpath/offpath/internal/tickets"
+)
+
+// shared is one Azurite for all the tests and benchmarks of the package,
+// started on first use (starting one takes seconds); each test keeps to a
+// container of its own. TestMain stops it.
+var shared struct {
+	once sync.Once
+	az   *azurite.Azurite
+	dir  string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.az != nil {
+		shared.az.Stop()
+	}
+	if shared.dir != "" {
+		_ = os.RemoveAll(shared.dir)
+	}
+	os.Exit(code)
+}
+
+func sharedAzurite(tb testing.TB) *azurite.Azurite {
+	tb.Helper()
+	shared.once.Do(func() {
+		bin, err := azurite.Binary()
+		if err != nil {
+			shared.err = err
+			return
+		}
+		if shared.dir, err = os.MkdirTemp("", "tickets-azurite-"); err != nil {
+			shared.err = err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		shared.az, shared.err = azurite.Launch(ctx, bin, shared.dir, io.Discard)
+	})
+	if shared.err != nil {
+		tb.Fatalf("azurite: %v", shared.err)
+	}
+	return shared.az
+}
+
+// newContainer creates a fresh container on the shared Azurite.
+func newContainer(tb testing.TB) *container.Client {
+	tb.Helper()
+	client, err := azblob.NewClientFromConnectionString(sharedAzurite(tb).ConnectionString(), nil)
+	if err != nil {
+		tb.Fatalf("blob client: %v", err)
+	}
+	c := client.ServiceClient().NewContainerClient(azurite.Name(tb))
+	if _, err := c.Create(tb.Context(), nil); err != nil {
+		tb.Fatalf("create container: %v", err)
+	}
+	return c
+}
+
+// put uploads blobs, name → content.
+func put(tb testing.TB, c *container.Client, blobs map[string]string) {
+	tb.Helper()
+	for name, content := range blobs {
+		if _, err := c.NewBlockBlobClient(name).UploadBuffer(tb.Context(), []byte(content), nil); err != nil {
+			tb.Fatalf("upload %s: %v", name, err)
+		}
+	}
+}
+
+// lines joins JSONL lines.
+func lines(l ...string) string { return strings.Join(l, "\n") + "\n" }
+
+// day is the day the tests collect: "2026-03-14/".
+func day() time.Time { return time.Date(2026, 3, 14, 23, 30, 0, 0, time.UTC) }
+
+// collected is what one Collect gave.
+type collected struct {
+	tickets []tickets.Ticket
+	res     tickets.Result
+}
+
+func (c collected) ids() string {
+	var ids []string
+	for _, t := range c.tickets {
+		ids = append(ids, t.ID)
+	}
+	return strings.Join(ids, ",")
+}
+
+// collect runs a Collector to the end.
+func collect(t *testing.T, c *container.Client, seen tickets.Summarised, opts tickets.Options) collected {
+	t.Helper()
+	var got collected
+	res, err := tickets.NewCollector(c, seen, opts).Collect(t.Context(), day(), func(tk tickets.Ticket) error {
+		got.tickets = append(got.tickets, tk)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Collect: %v", err)
+	}
+	got.res = res
+	return got
+}
