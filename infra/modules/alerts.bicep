@@ -1,0 +1,197 @@
+// offpath's alerts and where they go.
+//
+// Log alerts read offpath's own alert events. The handler writes them as one
+// JSON log line each, e.g.
+//   {"level":"error","event":"alert","alert":"job_expired","tenant":"...","job_id":"...",...}
+// The Functions host forwards the handler's stdout to Application Insights,
+// so the lines land in the workspace's AppTraces table (Message column).
+// One rule per alert kind, so that each has its own severity and history.
+// A metric alert watches dead-lettered messages: the dead-letter queues hold
+// only real infrastructure failures (and expired backlog), never answered
+// questions, so any dead letter deserves a look.
+
+param location string
+param tags object
+param actionGroupName string
+param alertEmail string
+param logAnalyticsId string
+param serviceBusId string
+
+var alertEvents = [
+  {
+    name: 'job-expired'
+    kind: 'job_expired'
+    severity: 2
+    description: 'A batch job reached expired: its unfinished lines were not processed within 24 h (partial output is still harvested and billed).'
+  }
+  {
+    name: 'job-failed'
+    kind: 'job_failed'
+    severity: 1
+    description: 'A batch job failed (validation or service error); the tenant\'s work was not done.'
+  }
+  {
+    name: 'job-overdue'
+    kind: 'job_overdue'
+    severity: 2
+    description: 'A batch job is still not terminal past its expected completion time, or its output is nearing expiry uncopied.'
+  }
+  {
+    name: 'second-door'
+    kind: 'second_door'
+    severity: 0
+    description: 'A batch or file exists on the Azure OpenAI account that offpath did not create: someone has another door to the models.'
+  }
+  {
+    name: 'morning-report-missing'
+    kind: 'morning_report_missing'
+    severity: 2
+    description: 'The nightly ticket summaries did not produce their morning report.'
+  }
+]
+
+var emailReceivers = [
+  {
+    name: 'offpath-operators'
+    emailAddress: alertEmail
+    useCommonAlertSchema: true
+  }
+]
+
+resource actionGroup 'Microsoft.Insights/actionGroups@2023-01-01' = {
+  name: actionGroupName
+  location: 'global'
+  tags: tags
+  properties: {
+    groupShortName: 'offpath'
+    enabled: true
+    emailReceivers: empty(alertEmail) ? [] : emailReceivers
+  }
+}
+
+resource eventAlerts 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = [
+  for a in alertEvents: {
+    name: 'offpath-${a.name}'
+    location: location
+    tags: tags
+    kind: 'LogAlert'
+    properties: {
+      displayName: 'offpath: ${a.kind}'
+      description: a.description
+      severity: a.severity
+      enabled: true
+      scopes: [
+        logAnalyticsId
+      ]
+      evaluationFrequency: 'PT5M'
+      windowSize: 'PT5M'
+      criteria: {
+        allOf: [
+          {
+            query: 'AppTraces | where Message contains \'"event":"alert"\' and Message contains \'"alert":"${a.kind}"\' | project TimeGenerated, Message'
+            timeAggregation: 'Count'
+            operator: 'GreaterThan'
+            threshold: 0
+            failingPeriods: {
+              numberOfEvaluationPeriods: 1
+              minFailingPeriodsToAlert: 1
+            }
+          }
+        ]
+      }
+      autoMitigate: false
+      actions: {
+        actionGroups: [
+          actionGroup.id
+        ]
+      }
+    }
+  }
+]
+
+// The explicit morning_report_missing event needs a running handler to say
+// so; this rule also fires when nothing reported at all (the nightly
+// function never ran, or the app is down): no "morning_report_written"
+// event within a day.
+resource noMorningReport 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = {
+  name: 'offpath-no-morning-report'
+  location: location
+  tags: tags
+  kind: 'LogAlert'
+  properties: {
+    displayName: 'offpath: no morning report in 24 h'
+    description: 'No "morning_report_written" event in the last 24 hours.'
+    severity: 2
+    enabled: true
+    scopes: [
+      logAnalyticsId
+    ]
+    evaluationFrequency: 'PT1H'
+    windowSize: 'P1D'
+    criteria: {
+      allOf: [
+        {
+          query: 'AppTraces | where Message contains \'"event":"morning_report_written"\' | project TimeGenerated'
+          timeAggregation: 'Count'
+          operator: 'LessThan'
+          threshold: 1
+          failingPeriods: {
+            numberOfEvaluationPeriods: 1
+            minFailingPeriodsToAlert: 1
+          }
+        }
+      ]
+    }
+    autoMitigate: true
+    actions: {
+      actionGroups: [
+        actionGroup.id
+      ]
+    }
+  }
+}
+
+resource deadLetters 'Microsoft.Insights/metricAlerts@2018-03-01' = {
+  name: 'offpath-dead-lettered-messages'
+  location: 'global'
+  tags: tags
+  properties: {
+    description: 'Messages are in a dead-letter queue of doc-ingest or doc-ingest-heavy: a message failed MaxDeliveryCount times or expired.'
+    severity: 1
+    enabled: true
+    scopes: [
+      serviceBusId
+    ]
+    evaluationFrequency: 'PT5M'
+    windowSize: 'PT15M'
+    criteria: {
+      'odata.type': 'Microsoft.Azure.Monitor.SingleResourceMultipleMetricCriteria'
+      allOf: [
+        {
+          criterionType: 'StaticThresholdCriterion'
+          name: 'dead-lettered'
+          metricNamespace: 'Microsoft.ServiceBus/namespaces'
+          metricName: 'DeadletteredMessages'
+          dimensions: [
+            {
+              name: 'EntityName'
+              operator: 'Include'
+              values: [
+                '*'
+              ]
+            }
+          ]
+          operator: 'GreaterThan'
+          threshold: 0
+          timeAggregation: 'Maximum'
+        }
+      ]
+    }
+    autoMitigate: true
+    actions: [
+      {
+        actionGroupId: actionGroup.id
+      }
+    ]
+  }
+}

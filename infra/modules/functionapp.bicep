@@ -1,0 +1,168 @@
+// The Function App that runs offpath's custom handler, on Flex Consumption
+// (default) or Elastic Premium (hostingPlan = 'ElasticPremium'). Every
+// connection is identity-based: the app runs as the user-assigned app
+// identity, and no setting holds a key or a connection string (the
+// Application Insights connection string only locates the component; local
+// auth is disabled on it).
+
+param location string
+param tags object
+
+@allowed([
+  'FlexConsumption'
+  'ElasticPremium'
+])
+param hostingPlan string
+
+param planName string
+param appName string
+param flexRuntimeName string
+param flexRuntimeVersion string
+param maximumInstanceCount int
+param instanceMemoryMB int
+param identityId string
+param identityClientId string
+param storageName string
+param deploymentContainerName string
+param serviceBusNamespace string
+param openAIEndpoint string
+param appInsightsConnectionString string
+param serviceBusMaxConcurrentCalls int
+param aoaiTokensPerMinutePerInstance int
+param aoaiRequestsPerMinutePerInstance int
+
+@description('Elastic Premium: the most instances the plan may scale to.')
+param elasticMaximumWorkerCount int = 20
+
+var isFlex = hostingPlan == 'FlexConsumption'
+var storageSuffix = environment().suffixes.storage
+
+// Settings for both plans. On Flex these are all there is: Flex takes the
+// runtime from functionAppConfig.runtime and rejects FUNCTIONS_WORKER_RUNTIME,
+// FUNCTIONS_EXTENSION_VERSION, WEBSITE_RUN_FROM_PACKAGE and the content-share
+// settings.
+var flexAppSettings = {
+  // Host storage and the blob trigger (connection "AzureWebJobsStorage"):
+  // a blob trigger needs the queue service too (poison blobs).
+  AzureWebJobsStorage__blobServiceUri: 'https://${storageName}.blob.${storageSuffix}'
+  AzureWebJobsStorage__queueServiceUri: 'https://${storageName}.queue.${storageSuffix}'
+  AzureWebJobsStorage__tableServiceUri: 'https://${storageName}.table.${storageSuffix}'
+  AzureWebJobsStorage__credential: 'managedidentity'
+  AzureWebJobsStorage__clientId: identityClientId
+  // Service Bus triggers and outputs (connection "ServiceBus").
+  ServiceBus__fullyQualifiedNamespace: serviceBusNamespace
+  ServiceBus__credential: 'managedidentity'
+  ServiceBus__clientId: identityClientId
+  // Telemetry with Entra authentication.
+  APPLICATIONINSIGHTS_CONNECTION_STRING: appInsightsConnectionString
+  APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'ClientId=${identityClientId};Authorization=AAD'
+  // The handler's own clients: azidentity picks the user-assigned identity
+  // from AZURE_CLIENT_ID; the Azure OpenAI endpoint is its custom subdomain.
+  AZURE_CLIENT_ID: identityClientId
+  OFFPATH_AOAI_ENDPOINT: openAIEndpoint
+  // Heavy ingestion runs on AKS only.
+  'AzureWebJobs.ingest-process-heavy.Disabled': 'true'
+  // Sizing (written by `offpath sizing`): messages in flight per instance,
+  // and the share of the deployment's quota one instance may spend.
+  AzureFunctionsJobHost__extensions__serviceBus__maxConcurrentCalls: string(serviceBusMaxConcurrentCalls)
+  OFFPATH_AOAI_TPM_BUDGET: string(aoaiTokensPerMinutePerInstance)
+  OFFPATH_AOAI_RPM_BUDGET: string(aoaiRequestsPerMinutePerInstance)
+}
+
+// Elastic Premium runs the classic way: the worker runtime comes from app
+// settings. No Azure Files content share: its setting would be a connection
+// string with the account key, and shared-key access is off.
+var elasticPremiumOnlySettings = {
+  FUNCTIONS_WORKER_RUNTIME: 'custom'
+  FUNCTIONS_EXTENSION_VERSION: '~4'
+}
+
+var flexPlanSku = {
+  name: 'FC1'
+  tier: 'FlexConsumption'
+}
+var elasticPremiumPlanSku = {
+  name: 'EP1'
+  tier: 'ElasticPremium'
+}
+var flexPlanProperties = {
+  reserved: true
+}
+var elasticPremiumPlanProperties = {
+  reserved: true
+  maximumElasticWorkerCount: elasticMaximumWorkerCount
+}
+
+resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
+  name: planName
+  location: location
+  tags: tags
+  kind: isFlex ? 'functionapp' : 'elastic'
+  sku: isFlex ? flexPlanSku : elasticPremiumPlanSku
+  properties: isFlex ? flexPlanProperties : elasticPremiumPlanProperties
+}
+
+var flexProperties = {
+  functionAppConfig: {
+    deployment: {
+      storage: {
+        type: 'blobContainer'
+        value: 'https://${storageName}.blob.${storageSuffix}/${deploymentContainerName}'
+        authentication: {
+          type: 'UserAssignedIdentity'
+          userAssignedIdentityResourceId: identityId
+        }
+      }
+    }
+    scaleAndConcurrency: {
+      maximumInstanceCount: maximumInstanceCount
+      instanceMemoryMB: instanceMemoryMB
+    }
+    runtime: {
+      name: flexRuntimeName
+      version: flexRuntimeVersion
+    }
+  }
+  siteConfig: {
+    minTlsVersion: '1.2'
+  }
+}
+
+var elasticPremiumProperties = {
+  siteConfig: {
+    minTlsVersion: '1.2'
+    ftpsState: 'Disabled'
+    preWarmedInstanceCount: 1
+  }
+}
+
+var commonSiteProperties = {
+  serverFarmId: plan.id
+  httpsOnly: true
+  reserved: true
+}
+
+resource app 'Microsoft.Web/sites@2024-04-01' = {
+  name: appName
+  location: location
+  tags: union(tags, {
+    'azd-service-name': 'api'
+  })
+  kind: 'functionapp,linux'
+  identity: {
+    type: 'UserAssigned'
+    userAssignedIdentities: {
+      '${identityId}': {}
+    }
+  }
+  properties: union(commonSiteProperties, isFlex ? flexProperties : elasticPremiumProperties)
+}
+
+resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
+  parent: app
+  name: 'appsettings'
+  properties: isFlex ? flexAppSettings : union(flexAppSettings, elasticPremiumOnlySettings)
+}
+
+output name string = app.name
+output defaultHostName string = app.properties.defaultHostName
