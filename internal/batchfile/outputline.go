@@ -12,15 +12,15 @@ import (
 // content-filter annotations). Only the fields offpath reads are declared;
 // everything else is ignored.
 type wireLine struct {
-	CustomID json.RawMessage `json:"custom_id"`
+	CustomID *string         `json:"custom_id"`
 	Response *wireResponse   `json:"response"`
 	Error    *wireError      `json:"error"`
 }
 
 type wireResponse struct {
-	StatusCode *int            `json:"status_code"`
-	RequestID  flexString      `json:"request_id"`
-	Body       json.RawMessage `json:"body"`
+	StatusCode *int       `json:"status_code"`
+	RequestID  flexString `json:"request_id"`
+	Body       *wireBody  `json:"body"`
 }
 
 type wireError struct {
@@ -53,7 +53,8 @@ type wireChoice struct {
 	Message      struct {
 		Content *string `json:"content"`
 	} `json:"message"`
-	Filters map[string]json.RawMessage `json:"content_filter_results"`
+	// Filters is decoded only for a filtered choice: most lines never need it.
+	Filters json.RawMessage `json:"content_filter_results"`
 }
 
 type wireOutput struct {
@@ -109,14 +110,16 @@ func (f *flexString) UnmarshalJSON(b []byte) error {
 }
 
 func parseLine(raw []byte, n int) (Result, error) {
+	// One decoding pass over the whole line; a line whose shape is wrong
+	// anywhere is reported, with its custom_id when that much is readable.
 	var w wireLine
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return Result{}, &LineError{Line: n, CustomID: salvageCustomID(raw), Reason: "not a JSON object of the output schema: " + shortErr(err)}
 	}
-	var id string
-	if err := json.Unmarshal(w.CustomID, &id); err != nil || id == "" {
+	if w.CustomID == nil || *w.CustomID == "" {
 		return Result{}, &LineError{Line: n, Reason: "no custom_id string"}
 	}
+	id := *w.CustomID
 	res := Result{Line: n, CustomID: id}
 	bad := func(reason string) (Result, error) {
 		return Result{}, &LineError{Line: n, CustomID: id, Reason: reason}
@@ -138,10 +141,8 @@ func parseLine(raw []byte, n int) (Result, error) {
 	}
 	res.StatusCode, res.RequestID = *w.Response.StatusCode, string(w.Response.RequestID)
 	var body wireBody
-	if len(w.Response.Body) > 0 && string(w.Response.Body) != "null" {
-		if err := json.Unmarshal(w.Response.Body, &body); err != nil {
-			return bad("response body: " + shortErr(err))
-		}
+	if w.Response.Body != nil {
+		body = *w.Response.Body
 	}
 	if body.Usage != nil {
 		u, err := body.Usage.usage()
@@ -176,7 +177,10 @@ func (b *wireBody) answer(res *Result) {
 		}
 		if ch.FinishReason == "content_filter" {
 			res.Outcome, res.RefusedBy = Refused, RefusedCompletion
-			res.Categories = mergeCategories(res.Categories, filtered(ch.Filters))
+			var m map[string]json.RawMessage
+			if json.Unmarshal(ch.Filters, &m) == nil {
+				res.Categories = mergeCategories(res.Categories, filtered(m))
+			}
 		}
 	}
 	if len(b.Choices) == 0 && len(b.Output) > 0 {
