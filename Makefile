@@ -49,6 +49,8 @@ test: deps
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./internal/invoke/
 	$(GO) test -run '^$$' -bench Coldstart -benchtime 20x -count 3 ./handler/
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x ./internal/batchfile/
+	$(GO) test -run '^$$' -bench WriteUpload100k -benchtime 3x ./internal/batchapi/
 
 clean:
 	rm -rf build .run

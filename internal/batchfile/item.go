@@ -80,31 +80,36 @@ func (it *Item) validate() error {
 	return nil
 }
 
-// requestLine is one line of an input file.
+// requestLine is one line of an input file. Body is a plainBody, or a
+// requestBody when there are extra fields: encoding/json re-scans a
+// Marshaler's output, which costs as much again as the encoding.
 type requestLine struct {
-	CustomID string      `json:"custom_id"`
-	Method   string      `json:"method"`
-	URL      string      `json:"url"`
-	Body     requestBody `json:"body"`
+	CustomID string `json:"custom_id"`
+	Method   string `json:"method"`
+	URL      string `json:"url"`
+	Body     any    `json:"body"`
 }
 
-type requestBody struct {
+type plainBody struct {
 	Model               string    `json:"model"`
 	Messages            []Message `json:"messages"`
 	MaxTokens           int       `json:"max_tokens,omitempty"`
 	MaxCompletionTokens int       `json:"max_completion_tokens,omitempty"`
 	Temperature         *float64  `json:"temperature,omitempty"`
-	extra               map[string]json.RawMessage
+}
+
+type requestBody struct {
+	plainBody
+	extra map[string]json.RawMessage
 }
 
 // MarshalJSON writes the fixed fields, then the extra fields in key order,
 // so that the same item always gives the same bytes.
 func (b requestBody) MarshalJSON() ([]byte, error) {
-	type plain requestBody
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // the outer encoder would not undo escaping
-	if err := enc.Encode(plain(b)); err != nil {
+	if err := enc.Encode(b.plainBody); err != nil {
 		return nil, err
 	}
 	buf.Truncate(buf.Len() - 2) // drop "}\n"
@@ -137,10 +142,12 @@ func (b requestBody) MarshalJSON() ([]byte, error) {
 func encodeLine(buf *bytes.Buffer, customID, url, deployment string, it *Item) error {
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
-	line := requestLine{CustomID: customID, Method: "POST", URL: url, Body: requestBody{
-		Model: deployment, Messages: it.Messages, MaxTokens: it.MaxTokens,
-		MaxCompletionTokens: it.MaxCompletionTokens, Temperature: it.Temperature, extra: it.Extra,
-	}}
+	body := plainBody{Model: deployment, Messages: it.Messages, MaxTokens: it.MaxTokens,
+		MaxCompletionTokens: it.MaxCompletionTokens, Temperature: it.Temperature}
+	line := requestLine{CustomID: customID, Method: "POST", URL: url, Body: body}
+	if len(it.Extra) > 0 {
+		line.Body = requestBody{plainBody: body, extra: it.Extra}
+	}
 	if err := enc.Encode(line); err != nil {
 		return fmt.Errorf("%w: encode: %w", ErrInvalidItem, err)
 	}

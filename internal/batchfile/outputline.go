@@ -12,9 +12,9 @@ import (
 // content-filter annotations). Only the fields offpath reads are declared;
 // everything else is ignored.
 type wireLine struct {
-	CustomID *string         `json:"custom_id"`
-	Response *wireResponse   `json:"response"`
-	Error    *wireError      `json:"error"`
+	CustomID *string       `json:"custom_id"`
+	Response *wireResponse `json:"response"`
+	Error    *wireError    `json:"error"`
 }
 
 type wireResponse struct {
