@@ -73,11 +73,11 @@ param serviceBusMaxConcurrentCalls int = 4
 
 @minValue(0)
 @description('Azure OpenAI tokens per minute one Functions instance may spend; 0 leaves the client-side limiter off (written by `offpath sizing`).')
-param aoaiTokensPerMinutePerInstance int = 20000
+param aoaiTokensPerMinutePerInstance int = 4000
 
 @minValue(0)
 @description('Azure OpenAI requests per minute one Functions instance may send; 0 leaves the client-side limiter off (written by `offpath sizing`).')
-param aoaiRequestsPerMinutePerInstance int = 120
+param aoaiRequestsPerMinutePerInstance int = 24
 
 @allowed([
   'Enabled'

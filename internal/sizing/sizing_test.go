@@ -153,3 +153,17 @@ func with(in sizing.Inputs, change func(*sizing.Inputs)) sizing.Inputs {
 	change(&in)
 	return in
 }
+
+func TestQuota(t *testing.T) {
+	t.Parallel()
+	tpm, rpm, err := sizing.Quota("../../infra/model-deployments.json", "gpt-4o-mini")
+	if err != nil || tpm != 500_000 || rpm != 3_000 {
+		t.Errorf(`Quota("gpt-4o-mini") = %d, %d, %v; want 500000, 3000 (the scenario of the committed defaults)`, tpm, rpm, err)
+	}
+	if _, _, err := sizing.Quota("../../infra/model-deployments.json", "gpt-4o-mini-batch"); err == nil {
+		t.Error(`Quota("gpt-4o-mini-batch") succeeded; a GlobalBatch deployment has no TPM`)
+	}
+	if _, _, err := sizing.Quota("../../infra/model-deployments.json", "nope"); err == nil || !strings.Contains(err.Error(), `no deployment "nope"`) {
+		t.Errorf(`Quota("nope") error = %v`, err)
+	}
+}

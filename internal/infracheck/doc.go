@@ -1,0 +1,28 @@
+// Package infracheck holds the offline checks of offpath's infrastructure
+// as code: nothing under infra/ can be deployed from a development machine
+// or CI (no Azure, no Bicep compiler, no cluster), so its tests check what
+// can be checked without them, and fail on the mistakes the research notes
+// (shared/reference/keda-aks-infra.md) list as real:
+//
+//   - every Kubernetes manifest in infra/k8s, rendered with placeholder
+//     values the way azd renders it, decodes strictly into its k8s.io/api
+//     type; KEDA resources validate against JSON schemas generated from
+//     KEDA's CRDs (shared/schemas/keda) with additionalProperties false; the
+//     azure-servicebus trigger's metadata uses only the scaler's keys, as
+//     strings, with a short namespace name; no HorizontalPodAutoscaler
+//     targets a workload a ScaledObject scales;
+//   - every .bicep file parses (tree-sitter-bicep, through node), and the
+//     Bicep text pins every API version, keeps FUNCTIONS_WORKER_RUNTIME out
+//     of the Flex app settings, holds no keys or connection strings, uses
+//     the documented GUID for every role and disables local auth on Service
+//     Bus and Azure OpenAI;
+//   - every functions/*/function.json agrees with host.json, with the
+//     handler's registered routes and with the settings the infra passes
+//     (each connection has its identity-based settings where it runs);
+//   - azure.yaml, the hooks, the parameters file and the model deployments
+//     agree with the Bicep and with models.json.
+//
+// The package has no code of its own: it is its tests. Each check is a
+// function over bytes, so that testdata/ can prove it fails on a broken
+// input.
+package infracheck
