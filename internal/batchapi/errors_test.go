@@ -84,7 +84,7 @@ func TestClassification(t *testing.T) {
 	}
 }
 
-// retryAfterServer answers 429 with retry-after-ms the first n times.
+// TestRetry_HonoursRetryAfter: two 429s with retry-after-ms, then success.
 func TestRetry_HonoursRetryAfter(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)

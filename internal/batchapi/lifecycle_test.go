@@ -260,3 +260,28 @@ func lineOf(t *testing.T, customID string) int {
 	}
 	return ref.Line
 }
+
+// TestQuirks reads the odd shapes of Azure's documentation samples: ISO
+// timestamps, capitalised status, "" file ids and no enqueued-token headers
+// on v1.
+func TestQuirks(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	cfg := simConfig()
+	cfg.Quirks = aoaisim.Quirks{EmptyFileIDs: true, ISOTimestamps: true, CapitalStatus: true, NoEnqueuedHeaderOnV1: true}
+	env := newSim(t, cfg, nil)
+	c := env.client(t, batchapi.Config{APIKey: aoaisim.DefaultKey, Surface: batchapi.V1})
+	file := upload(t, ctx, c, writeInput(t, t.TempDir(), "q", batchDep, items(2, "t")))
+	created, err := c.CreateBatch(ctx, batchapi.Submission{InputFileID: file.ID, JobID: "q"})
+	if err != nil {
+		t.Fatalf("CreateBatch: %v", err)
+	}
+	b := created.Batch
+	if b.Status != batchapi.StatusValidating || b.CreatedAt.IsZero() || b.ExpiresAt.Sub(b.CreatedAt) != 24*time.Hour ||
+		b.OutputFileID != "" || b.FilesReady() || created.EnqueuedTokens != -1 {
+		t.Errorf("created = %+v, want validating, ISO timestamps read, no file ids, enqueued tokens unknown", created)
+	}
+	if b = waitFiles(t, ctx, c, b.ID); b.Status != batchapi.StatusCompleted || b.OutputFileID == "" {
+		t.Errorf("batch = %+v, want completed with an output file", b)
+	}
+}

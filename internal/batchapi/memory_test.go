@@ -37,7 +37,7 @@ func allocated(f func()) uint64 {
 	return after.TotalAlloc - before.TotalAlloc
 }
 
-// TestMemory_StreamsUploadAndDownload uploads and downloads a 32 MB file on
+// TestMemory_StreamsUploadAndDownload uploads and downloads a 16 MB file on
 // every surface and credential and checks that the bytes allocated stay a
 // small fraction of the file: nothing holds it whole. (openai-go's Files.New
 // alone would allocate at least the file's size; azure.WithTokenCredential
@@ -45,9 +45,9 @@ func allocated(f func()) uint64 {
 // test allocates meanwhile.
 func TestMemory_StreamsUploadAndDownload(t *testing.T) {
 	if testing.Short() {
-		t.Skip("moves 32 MB per surface")
+		t.Skip("moves 16 MB per surface")
 	}
-	const size = 32 << 20
+	const size = 16 << 20
 	ctx := testContext(t)
 	in := bigInput(t, t.TempDir(), size)
 	for _, sf := range surfaces() {
