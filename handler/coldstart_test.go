@@ -26,12 +26,14 @@ func BenchmarkColdstart(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(dir, "host.json"), []byte(`{"version":"2.0","functionTimeout":"00:10:00"}`), 0o644); err != nil {
 		b.Fatal(err)
 	}
+	copyModels(b, dir)
 	client := &http.Client{Timeout: time.Second}
 	var samples []time.Duration
 	for b.Loop() {
 		port := freePortAny(b)
 		cmd := exec.Command(bin)
-		cmd.Env = append(os.Environ(), "FUNCTIONS_CUSTOMHANDLER_PORT="+strconv.Itoa(port), "FUNCTIONS_APP_ROOT_PATH="+dir, "OFFPATH_LOG_LEVEL=warn")
+		cmd.Env = append(os.Environ(), "FUNCTIONS_CUSTOMHANDLER_PORT="+strconv.Itoa(port), "FUNCTIONS_APP_ROOT_PATH="+dir, "OFFPATH_LOG_LEVEL=warn",
+			"AzureWebJobsStorage=UseDevelopmentStorage=true")
 		start := time.Now()
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
@@ -56,4 +58,3 @@ func BenchmarkColdstart(b *testing.B) {
 	b.ReportMetric(float64(samples[len(samples)/2].Microseconds())/1000, "median-ms")
 	b.ReportMetric(float64(samples[len(samples)-1].Microseconds())/1000, "max-ms")
 }
-

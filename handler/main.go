@@ -51,14 +51,27 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	tenancy, err := newTenancy(cfg)
+	if err != nil {
+		return err
+	}
 	mux := invoke.NewMux(logger, invoke.Options{Timeout: cfg.InvocationTimeout})
-	mux.Forward("/api/", api.New(buildInfo(), time.Now()))
+	mux.Forward("/api/", api.New(api.Options{
+		Build: buildInfo(), Started: time.Now(),
+		Auth: tenancy.auth, Tenants: tenancy.tenants, Usage: tenancy.ledger, Catalog: cfg.Catalog,
+	}))
 
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 	}
-	logger.Info().Int("port", cfg.Port).Dur("invocation_timeout", cfg.InvocationTimeout).Str("version", version).Msg("handler listening")
+	logger.Info().Int("port", cfg.Port).Dur("invocation_timeout", cfg.InvocationTimeout).Str("version", version).
+		Str("storage", cfg.Storage.Setting).Str("table_service_url", cfg.Storage.TableServiceURL).
+		Str("models", cfg.ModelsSource).Strs("aliases", cfg.Catalog.Names()).
+		Int("admin_keys", cfg.AdminKeys).Bool("entra", cfg.Entra != nil).Msg("handler listening")
+	if cfg.AdminKeys == 0 {
+		logger.Warn().Msg("OFFPATH_ADMIN_KEY_SHA256 is not set: the admin API refuses every request")
+	}
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -50,8 +50,11 @@ func TestRun_ServesAndShutsDown(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "host.json"), []byte(`{"version":"2.0","functionTimeout":"00:05:00"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	copyModels(t, root)
 	port := freePort(t)
-	env := map[string]string{"FUNCTIONS_CUSTOMHANDLER_PORT": strconv.Itoa(port), "FUNCTIONS_APP_ROOT_PATH": root}
+	// Start-up does no storage I/O, so Azurite's default address need not answer.
+	env := map[string]string{"FUNCTIONS_CUSTOMHANDLER_PORT": strconv.Itoa(port), "FUNCTIONS_APP_ROOT_PATH": root,
+		"AzureWebJobsStorage": "UseDevelopmentStorage=true"}
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &syncBuffer{}
 	done := make(chan error, 1)
@@ -91,6 +94,33 @@ func TestRun_ServesAndShutsDown(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `"message":"handler listening"`) {
 		t.Errorf("log has no start-up line: %s", out.String())
+	}
+}
+
+// copyModels puts the repository's models.json into an app folder.
+func copyModels(tb testing.TB, dir string) {
+	tb.Helper()
+	b, err := os.ReadFile("../models.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "models.json"), b, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func TestRun_RefusesBadCatalog(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "host.json"), []byte(`{"functionTimeout":"00:05:00"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"FUNCTIONS_CUSTOMHANDLER_PORT": strconv.Itoa(freePort(t)), "FUNCTIONS_APP_ROOT_PATH": root,
+		"AzureWebJobsStorage": "UseDevelopmentStorage=true",
+		"OFFPATH_MODELS":      `{"version":1,"aliases":{"summarize":{"queue":{"deployment":"gpt-4o-mini","price":{"input_per_1m":0,"cached_input_per_1m":0,"output_per_1m":1}}}}}`}
+	err := run(context.Background(), func(k string) string { return env[k] }, &syncBuffer{})
+	if err == nil || !strings.Contains(err.Error(), "aliases.summarize.queue.price.input_per_1m: must be > 0") {
+		t.Fatalf("run() = %v, want a configuration error naming the field", err)
 	}
 }
 

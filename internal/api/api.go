@@ -2,12 +2,27 @@
 // forwarding mode: the Functions host hands the original request to the
 // handler (path prefix /api included), so the API is an ordinary
 // http.Handler with Go's routing, tested without any host in between.
+//
+// Every endpoint but health and version needs a credential (package auth).
+// A tenant sees only itself: its usage, never another's, whatever it puts in
+// the query. The admin credential manages tenants and reads any tenant's
+// usage. Errors have one shape, {"error":{"code","message"}}, and input is
+// checked at the edge: bodies are limited (413), unknown JSON fields and
+// query parameters refused (400), query strings bounded (414), and tenant
+// ids validated before they come near a storage key.
 package api
 
 import (
-	"encoding/json"
+	"context"
+	"crypto/rand"
+	"io"
 	"net/http"
 	"time"
+
+	"github.com/offpath/offpath/internal/auth"
+	"github.com/offpath/offpath/internal/catalog"
+	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/tenant"
 )
 
 // Build describes the running binary, for /api/v1/version.
@@ -17,20 +32,96 @@ type Build struct {
 	Go      string `json:"go"`
 }
 
-// Server is the REST API.
-type Server struct {
-	build   Build
-	started time.Time
-	mux     *http.ServeMux
+// Limits on what a request may carry.
+const (
+	DefaultMaxBody  = 1 << 20
+	DefaultMaxQuery = 2048
+)
+
+// Authenticator says who is calling (package auth's Authenticator).
+type Authenticator interface {
+	Authenticate(ctx context.Context, r *http.Request) (auth.Principal, error)
+	// Forget drops cached credentials after a change made here.
+	Forget()
 }
 
-// New returns the API for the given build, started now.
-func New(build Build, now time.Time) *Server {
-	s := &Server{build: build, started: now, mux: http.NewServeMux()}
-	s.mux.HandleFunc("/api/v1/health", only(http.MethodGet, s.health))
-	s.mux.HandleFunc("/api/v1/version", only(http.MethodGet, s.version))
-	s.mux.HandleFunc("/", s.notFound)
+// Tenants stores tenants (package tablestore's Tenants).
+type Tenants interface {
+	Create(ctx context.Context, t tenant.Tenant) error
+	Get(ctx context.Context, id string) (tenant.Tenant, error)
+	List(ctx context.Context) ([]tenant.Tenant, error)
+	Update(ctx context.Context, id string, change func(*tenant.Tenant) error) (tenant.Tenant, error)
+}
+
+// Usage reads the ledger (package tablestore's Ledger).
+type Usage interface {
+	Month(ctx context.Context, tenantID string, m ledger.Month) ([]ledger.Entry, error)
+}
+
+// Options are the API's dependencies. Health and version need none of them;
+// the other endpoints answer 503 while theirs are missing.
+type Options struct {
+	Build   Build
+	Started time.Time
+	Auth    Authenticator
+	Tenants Tenants
+	Usage   Usage
+	// Catalog lists the aliases a tenant may be given.
+	Catalog *catalog.Catalog
+	// Now is the clock (default time.Now): the default month is now's, UTC.
+	Now func() time.Time
+	// Rand makes API keys (default crypto/rand).
+	Rand io.Reader
+	// MaxBody bounds request bodies (default DefaultMaxBody): larger is 413.
+	MaxBody int64
+	// MaxQuery bounds the raw query string (default DefaultMaxQuery): 414.
+	MaxQuery int
+}
+
+// Server is the REST API.
+type Server struct {
+	o   Options
+	mux *http.ServeMux
+}
+
+// New returns the API.
+func New(o Options) *Server {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Rand == nil {
+		o.Rand = rand.Reader
+	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = DefaultMaxBody
+	}
+	if o.MaxQuery <= 0 {
+		o.MaxQuery = DefaultMaxQuery
+	}
+	s := &Server{o: o, mux: http.NewServeMux()}
+	s.routes()
 	return s
+}
+
+// routes lists every endpoint. Patterns carry no method: methods() answers
+// 405 in the API's error shape, where a catch-all would turn ServeMux's own
+// 405s into 404s.
+func (s *Server) routes() {
+	s.mux.HandleFunc("/api/v1/health", methods{http.MethodGet: s.health}.serve)
+	s.mux.HandleFunc("/api/v1/version", methods{http.MethodGet: s.version}.serve)
+	s.mux.HandleFunc("/api/v1/usage", methods{http.MethodGet: s.authed(s.usageJSON)}.serve)
+	s.mux.HandleFunc("/api/v1/usage/export", methods{http.MethodGet: s.authed(s.usageCSV)}.serve)
+	s.mux.HandleFunc("/api/v1/tenants", methods{
+		http.MethodGet:  s.admin(s.listTenants),
+		http.MethodPost: s.admin(s.createTenant),
+	}.serve)
+	s.mux.HandleFunc("/api/v1/tenants/{id}", methods{
+		http.MethodGet:   s.admin(s.getTenant),
+		http.MethodPatch: s.admin(s.patchTenant),
+	}.serve)
+	s.mux.HandleFunc("/api/v1/tenants/{id}/keys", methods{http.MethodPost: s.admin(s.rotateKey)}.serve)
+	s.mux.HandleFunc("/api/v1/tenants/{id}/keys/{key}", methods{http.MethodDelete: s.admin(s.revokeKey)}.serve)
+	s.mux.HandleFunc("/", s.notFound)
 }
 
 // ServeHTTP implements http.Handler.
@@ -41,34 +132,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"status":         "ok",
-		"uptime_seconds": int(time.Since(s.started).Seconds()),
+		"uptime_seconds": int(time.Since(s.o.Started).Seconds()),
 	})
 }
 
 func (s *Server) version(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.build)
+	writeJSON(w, http.StatusOK, s.o.Build)
 }
 
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such endpoint: " + r.Method + " " + r.URL.Path})
-}
-
-// only answers 405 with a JSON error for any method but method. (A catch-all
-// pattern would otherwise turn ServeMux's 405s into 404s.)
-func only(method string, h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != method {
-			w.Header().Set("Allow", method)
-			writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": r.Method + " is not allowed here; use " + method})
-			return
-		}
-		h(w, r)
-	}
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+clip(r.URL.Path))
 }

@@ -6,6 +6,7 @@ package config
 
 import (
 	"cmp"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/offpath/offpath/internal/catalog"
 )
 
 // Handler is the custom handler's configuration.
@@ -32,6 +35,24 @@ type Handler struct {
 	InvocationTimeout time.Duration `json:"invocation_timeout"`
 	// LogLevel is OFFPATH_LOG_LEVEL (default info).
 	LogLevel zerolog.Level `json:"log_level"`
+
+	// Storage is where tenants and the ledger live (see Storage).
+	Storage Storage `json:"storage"`
+	// Catalog is the model catalog, from ModelsSource: OFFPATH_MODELS if set,
+	// else models.json in the app folder.
+	Catalog      *catalog.Catalog `json:"-"`
+	ModelsSource string           `json:"models_source"`
+	// AdminKeyHashes are OFFPATH_ADMIN_KEY_SHA256's digests of the admin
+	// keys (comma-separated hex SHA-256; several during a rotation; none
+	// disables the admin API). AdminKeys is how many.
+	AdminKeyHashes [][sha256.Size]byte `json:"-"`
+	AdminKeys      int                 `json:"admin_keys"`
+	// Entra enables Entra ID tokens for tenants; nil when not configured.
+	Entra *Entra `json:"entra,omitempty"`
+	// AuthCacheTTL is OFFPATH_AUTH_CACHE_TTL (default 30s): how long a
+	// credential, once read, is trusted; how long a suspension made on
+	// another instance takes to apply here.
+	AuthCacheTTL time.Duration `json:"auth_cache_ttl"`
 }
 
 // LoadHandler reads the handler's configuration. readFile reads host.json.
@@ -85,6 +106,7 @@ func LoadHandler(getenv func(string) string, readFile func(string) ([]byte, erro
 			errs = append(errs, fmt.Errorf("OFFPATH_LOG_LEVEL: %w", err))
 		}
 	}
+	errs = append(errs, c.loadTenancy(getenv, readFile)...)
 	return c, errors.Join(errs...)
 }
 

@@ -2,6 +2,8 @@ package config_test
 
 import (
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,15 +13,52 @@ import (
 	"github.com/offpath/offpath/internal/config"
 )
 
+// withBase adds the settings every handler needs (storage) to m.
+func withBase(m map[string]string) func(string) string {
+	return func(k string) string {
+		if v, ok := m[k]; ok {
+			return v
+		}
+		if k == "AzureWebJobsStorage" {
+			return "UseDevelopmentStorage=true"
+		}
+		return ""
+	}
+}
+
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
-func hostJSON(body string) func(string) ([]byte, error) {
-	return func(path string) ([]byte, error) {
-		if body == "" {
-			return nil, fs.ErrNotExist
-		}
-		return []byte(body), nil
+// appFiles serves host.json (body; "" for missing) and the repository's
+// models.json.
+func appFiles(t *testing.T, host string) func(string) ([]byte, error) {
+	models, err := os.ReadFile("../../models.json")
+	if err != nil {
+		t.Fatal(err)
 	}
+	return func(path string) ([]byte, error) {
+		switch filepath.Base(path) {
+		case "host.json":
+			if host == "" {
+				return nil, fs.ErrNotExist
+			}
+			return []byte(host), nil
+		case "models.json":
+			return models, nil
+		}
+		return nil, fs.ErrNotExist
+	}
+}
+
+// core is the part of Handler the timing and port tests compare.
+type core struct {
+	Port                               int
+	AppRoot                            string
+	FunctionTimeout, InvocationTimeout time.Duration
+	LogLevel                           zerolog.Level
+}
+
+func coreOf(h config.Handler) core {
+	return core{h.Port, h.AppRoot, h.FunctionTimeout, h.InvocationTimeout, h.LogLevel}
 }
 
 func TestLoadHandler(t *testing.T) {
@@ -28,26 +67,26 @@ func TestLoadHandler(t *testing.T) {
 		name    string
 		env     map[string]string
 		host    string
-		want    config.Handler
+		want    core
 		wantErr string
 	}{
 		{
 			name: "defaults from host.json",
 			env:  map[string]string{"FUNCTIONS_CUSTOMHANDLER_PORT": "40123", "FUNCTIONS_APP_ROOT_PATH": "/home/site/wwwroot"},
 			host: `{"functionTimeout": "00:10:00"}`,
-			want: config.Handler{Port: 40123, AppRoot: "/home/site/wwwroot", FunctionTimeout: 10 * time.Minute, InvocationTimeout: 9 * time.Minute, LogLevel: zerolog.InfoLevel},
+			want: core{Port: 40123, AppRoot: "/home/site/wwwroot", FunctionTimeout: 10 * time.Minute, InvocationTimeout: 9 * time.Minute, LogLevel: zerolog.InfoLevel},
 		},
 		{
 			name: "legacy port variable, short timeout keeps 5 s margin",
 			env:  map[string]string{"FUNCTIONS_HTTPWORKER_PORT": "9000"},
 			host: `{"functionTimeout": "00:00:30"}`,
-			want: config.Handler{Port: 9000, AppRoot: ".", FunctionTimeout: 30 * time.Second, InvocationTimeout: 25 * time.Second, LogLevel: zerolog.InfoLevel},
+			want: core{Port: 9000, AppRoot: ".", FunctionTimeout: 30 * time.Second, InvocationTimeout: 25 * time.Second, LogLevel: zerolog.InfoLevel},
 		},
 		{
 			name: "unbounded",
 			env:  map[string]string{"FUNCTIONS_CUSTOMHANDLER_PORT": "1", "OFFPATH_LOG_LEVEL": "DEBUG"},
 			host: `{"functionTimeout": "-1"}`,
-			want: config.Handler{Port: 1, AppRoot: ".", InvocationTimeout: 30 * time.Minute, LogLevel: zerolog.DebugLevel},
+			want: core{Port: 1, AppRoot: ".", InvocationTimeout: 30 * time.Minute, LogLevel: zerolog.DebugLevel},
 		},
 		{name: "no port", env: map[string]string{}, host: `{}`, wantErr: "FUNCTIONS_CUSTOMHANDLER_PORT is not set"},
 		{name: "bad port", env: map[string]string{"FUNCTIONS_CUSTOMHANDLER_PORT": "http"}, host: `{}`, wantErr: `"http" is not a port number`},
@@ -59,7 +98,7 @@ func TestLoadHandler(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := config.LoadHandler(env(tt.env), hostJSON(tt.host))
+			got, err := config.LoadHandler(withBase(tt.env), appFiles(t, tt.host))
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("LoadHandler() error = %v, want one containing %q", err, tt.wantErr)
@@ -69,10 +108,111 @@ func TestLoadHandler(t *testing.T) {
 			if err != nil {
 				t.Fatalf("LoadHandler() error = %v", err)
 			}
-			if got != tt.want {
-				t.Errorf("LoadHandler() = %+v, want %+v", got, tt.want)
+			if coreOf(got) != tt.want {
+				t.Errorf("LoadHandler() = %+v, want %+v", coreOf(got), tt.want)
 			}
 		})
+	}
+}
+
+func TestLoadHandler_Tenancy(t *testing.T) {
+	t.Parallel()
+	const digest = "3f1e7a5d1b5b1e6c9a0f7c2e8d4b6a1c3e5f7a9b1d3f5e7a9c1b3d5f7e9a1c3b"
+	base := map[string]string{"FUNCTIONS_CUSTOMHANDLER_PORT": "1"}
+	with := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	tests := []struct {
+		name    string
+		env     map[string]string
+		check   func(t *testing.T, h config.Handler)
+		wantErr []string
+	}{
+		{
+			name: "connection string and shipped catalog",
+			env:  with("AzureWebJobsStorage", "UseDevelopmentStorage=true", "OFFPATH_ADMIN_KEY_SHA256", digest),
+			check: func(t *testing.T, h config.Handler) {
+				if h.Storage.Setting != "AzureWebJobsStorage" || h.Storage.ConnectionString == "" || h.Catalog == nil || len(h.Catalog.Names()) != 3 ||
+					h.AdminKeys != 1 || h.Entra != nil || h.AuthCacheTTL != 30*time.Second || !strings.HasSuffix(h.ModelsSource, "models.json") {
+					t.Errorf("got %+v", h)
+				}
+			},
+		},
+		{
+			name: "identity-based, own storage setting, catalog from a setting, Entra",
+			env: with("AzureWebJobsStorage", "UseDevelopmentStorage=true",
+				"OFFPATH_STORAGE__accountName", "offpathdata", "OFFPATH_STORAGE__clientId", "11111111-2222-3333-4444-555555555555",
+				"OFFPATH_MODELS", `{"version":1,"aliases":{"only":{"queue":{"deployment":"d1","price":{"input_per_1m":1,"cached_input_per_1m":0,"output_per_1m":2}}}}}`,
+				"OFFPATH_ENTRA_ISSUERS", "https://login.microsoftonline.com/t/v2.0, https://sts.windows.net/t/",
+				"OFFPATH_ENTRA_AUDIENCES", "api://offpath", "OFFPATH_ENTRA_JWKS_URL", "https://login.microsoftonline.com/t/discovery/v2.0/keys",
+				"OFFPATH_AUTH_CACHE_TTL", "5s"),
+			check: func(t *testing.T, h config.Handler) {
+				if h.Storage.Setting != "OFFPATH_STORAGE" || h.Storage.TableServiceURL != "https://offpathdata.table.core.windows.net" ||
+					h.Storage.ConnectionString != "" || h.Storage.ClientID == "" || h.ModelsSource != "OFFPATH_MODELS" ||
+					strings.Join(h.Catalog.Names(), ",") != "only" || h.Entra == nil || len(h.Entra.Issuers) != 2 || h.AuthCacheTTL != 5*time.Second {
+					t.Errorf("got %+v / %+v", h.Storage, h.Entra)
+				}
+			},
+		},
+		{
+			name: "table service URI",
+			env:  map[string]string{"FUNCTIONS_CUSTOMHANDLER_PORT": "1", "AzureWebJobsStorage__tableServiceUri": "https://acct.table.core.windows.net/"},
+			check: func(t *testing.T, h config.Handler) {
+				if h.Storage.TableServiceURL != "https://acct.table.core.windows.net" {
+					t.Errorf("got %+v", h.Storage)
+				}
+			},
+		},
+		{name: "no storage", env: with(), wantErr: []string{"AzureWebJobsStorage is not set"}},
+		{name: "plain http storage", env: with("AzureWebJobsStorage__tableServiceUri", "http://acct.table.core.windows.net"), wantErr: []string{"AzureWebJobsStorage__tableServiceUri"}},
+		{name: "bad account", env: with("OFFPATH_STORAGE__accountName", "Bad_Account"), wantErr: []string{"OFFPATH_STORAGE__accountName"}},
+		{
+			name:    "bad catalog names the field",
+			env:     with("AzureWebJobsStorage", "x=y", "OFFPATH_MODELS", `{"version":1,"aliases":{"summarize":{"batch":[{"deployment":"b1","price":{"input_per_1m":1,"cached_input_per_1m":0,"output_per_1m":-2}}]}}}`),
+			wantErr: []string{"OFFPATH_MODELS", "aliases.summarize.batch[0].price.output_per_1m: must be ≥ 0"},
+		},
+		{name: "plain admin key refused", env: with("AzureWebJobsStorage", "x=y", "OFFPATH_ADMIN_KEY_SHA256", "opa_abc"), wantErr: []string{"OFFPATH_ADMIN_KEY_SHA256", "not its SHA-256 digest"}},
+		{name: "half an Entra configuration", env: with("AzureWebJobsStorage", "x=y", "OFFPATH_ENTRA_AUDIENCES", "api://offpath"), wantErr: []string{"OFFPATH_ENTRA_ISSUERS is not set", "OFFPATH_ENTRA_JWKS_URL"}},
+		{name: "bad cache TTL", env: with("AzureWebJobsStorage", "x=y", "OFFPATH_AUTH_CACHE_TTL", "1h"), wantErr: []string{"OFFPATH_AUTH_CACHE_TTL"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := config.LoadHandler(env(tt.env), appFiles(t, `{}`))
+			if tt.wantErr != nil {
+				for _, w := range tt.wantErr {
+					if err == nil || !strings.Contains(err.Error(), w) {
+						t.Errorf("LoadHandler() error = %v, want one containing %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("LoadHandler() = %v", err)
+			}
+			tt.check(t, got)
+		})
+	}
+}
+
+func TestLoadHandler_MissingCatalog(t *testing.T) {
+	t.Parallel()
+	files := func(path string) ([]byte, error) {
+		if filepath.Base(path) == "host.json" {
+			return []byte(`{}`), nil
+		}
+		return nil, fs.ErrNotExist
+	}
+	_, err := config.LoadHandler(env(map[string]string{"FUNCTIONS_CUSTOMHANDLER_PORT": "1", "AzureWebJobsStorage": "x=y"}), files)
+	if err == nil || !strings.Contains(err.Error(), "models.json") {
+		t.Errorf("LoadHandler() = %v, want an error naming models.json", err)
 	}
 }
 

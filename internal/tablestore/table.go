@@ -27,11 +27,21 @@ type Connection struct {
 	Credential       azcore.TokenCredential
 }
 
-// NewServiceClient returns a table service client for c.
+// DevelopmentStorage is what "UseDevelopmentStorage=true" means: Azurite's
+// well-known account on its default table port.
+const DevelopmentStorage = "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;" +
+	"AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;" +
+	"TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;"
+
+// NewServiceClient returns a table service client for c. It does no I/O.
 func NewServiceClient(c Connection) (*aztables.ServiceClient, error) {
 	switch {
 	case c.ConnectionString != "":
-		s, err := aztables.NewServiceClientFromConnectionString(c.ConnectionString, nil)
+		cs := c.ConnectionString
+		if strings.EqualFold(strings.TrimRight(strings.TrimSpace(cs), ";"), "UseDevelopmentStorage=true") {
+			cs = DevelopmentStorage
+		}
+		s, err := aztables.NewServiceClientFromConnectionString(cs, nil)
 		if err != nil {
 			// The SDK's message may quote the connection string: never pass it on.
 			return nil, errors.New("table service client: the storage connection string is malformed")
