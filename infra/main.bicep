@@ -242,7 +242,6 @@ module functionApp 'modules/functionapp.bicep' = {
     serviceBusNamespace: serviceBus.outputs.fullyQualifiedNamespace
     openAIEndpoint: openAI.outputs.endpoint
     appInsightsConnectionString: monitoring.outputs.appInsightsConnectionString
-    heavyFunctionName: heavyFunction
     serviceBusMaxConcurrentCalls: serviceBusMaxConcurrentCalls
     aoaiTokensPerMinutePerInstance: aoaiTokensPerMinutePerInstance
     aoaiRequestsPerMinutePerInstance: aoaiRequestsPerMinutePerInstance
