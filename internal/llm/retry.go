@@ -1,0 +1,117 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+
+	"github.com/offpath/offpath/internal/outcome"
+)
+
+// request is one logical request, retried as one.
+type request struct {
+	deployment string
+	operation  string // "embeddings", "chat"
+	charge     int64  // tokens the service charges at admission
+	// call makes one attempt. It returns the error of the attempt.
+	call func(ctx context.Context) error
+}
+
+// do runs req until it succeeds, is refused or rejected, or the budget is
+// spent. A refusal is returned as *refusalSignal for the caller to complete
+// with usage; other failures are outcome errors.
+func (c *Client) do(ctx context.Context, req request, trace *Trace) error {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = c.cfg.Now().Add(c.cfg.RetryBudget)
+	}
+	log := c.log.With().Str("deployment", req.deployment).Str("operation", req.operation).Logger()
+	for attempt := 1; ; attempt++ {
+		if c.limiter != nil {
+			if err := c.limiter.Wait(ctx, req.deployment, req.charge); err != nil {
+				return fmt.Errorf("%s %s: %w", req.operation, req.deployment, err)
+			}
+		}
+		actx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
+		err := req.call(actx)
+		cancel()
+		trace.Attempts++
+		if err == nil {
+			trace.Requests++
+			return nil
+		}
+		if ctx.Err() != nil { // the caller's deadline or cancellation, not the attempt's
+			return outcome.Retry(fmt.Errorf("%s %s: %w", req.operation, req.deployment, ctx.Err()), 0)
+		}
+		v, hint := classify(err)
+		var apiErr *openai.Error
+		isAPI := errors.As(err, &apiErr)
+		if isAPI && apiErr.StatusCode == 429 {
+			trace.Throttled++
+		}
+		switch v {
+		case refused:
+			return &refusalSignal{apiErr: apiErr}
+		case rejected:
+			return outcome.Reject("model request rejected", describe(req, err))
+		case halt:
+			log.Error().Int("status", apiErr.StatusCode).Str("code", apiErr.Code).Msg("model request failed: configuration")
+			return outcome.Retry(describe(req, err), hint)
+		}
+		wait := c.backoff(attempt, hint)
+		left := deadline.Sub(c.cfg.Now())
+		if attempt >= c.cfg.MaxAttempts || wait+c.cfg.MinAttemptTime > left {
+			log.Warn().Err(err).Int("attempts", attempt).Dur("wait", wait).Dur("left", left).Msg("model request: retry budget spent")
+			return outcome.Retry(fmt.Errorf("after %d attempts: %w", attempt, describe(req, err)), wait)
+		}
+		log.Debug().Err(err).Int("attempt", attempt).Dur("wait", wait).Msg("model request: retrying")
+		if err := c.cfg.Sleep(ctx, wait); err != nil {
+			return outcome.Retry(fmt.Errorf("%s %s: %w", req.operation, req.deployment, err), 0)
+		}
+		trace.Waited += wait
+	}
+}
+
+// backoff is the wait before attempt+1: the service's hint plus a
+// millisecond (retry-after-ms is a whole number; a truncated one would send
+// the retry a fraction too early) plus up to 10% jitter, so never less than
+// it asked; or, without a hint, base × 2^(attempt-1) capped at MaxBackoff,
+// half of it jittered.
+func (c *Client) backoff(attempt int, hint time.Duration) time.Duration {
+	if hint > 0 {
+		return hint + time.Millisecond + time.Duration(c.cfg.Jitter()*0.1*float64(hint))
+	}
+	d := c.cfg.BaseBackoff << min(attempt-1, 30)
+	if d <= 0 || d > c.cfg.MaxBackoff {
+		d = c.cfg.MaxBackoff
+	}
+	return d/2 + time.Duration(c.cfg.Jitter()*float64(d/2))
+}
+
+// describe names a failed attempt with the service's status, code and
+// message (which carry no prompt text; the SDK's own Error() leaves them out).
+func describe(req request, err error) error {
+	var apiErr *openai.Error
+	if errors.As(err, &apiErr) {
+		msg := apiErr.Message
+		if len(msg) > 300 {
+			msg = msg[:300] + "…"
+		}
+		return fmt.Errorf("%s %s: HTTP %d %s: %s: %w", req.operation, req.deployment, apiErr.StatusCode, apiErr.Code, msg, err)
+	}
+	return fmt.Errorf("%s %s: %w", req.operation, req.deployment, err)
+}
+
+// refusalSignal carries a prompt refusal from do to the operation, which
+// adds the usage so far and turns it into an outcome.
+type refusalSignal struct{ apiErr *openai.Error }
+
+func (r *refusalSignal) Error() string { return "content filter" }
+
+// refuse builds the outcome.Refused error for a refusal.
+func refuse(r *Refusal) error {
+	return &outcome.Error{Kind: outcome.Refused, Reason: "content_filter: " + r.Stage, Err: r}
+}
