@@ -79,6 +79,18 @@ param aoaiTokensPerMinutePerInstance int = 4000
 @description('Azure OpenAI requests per minute one Functions instance may send; 0 leaves the client-side limiter off (written by `offpath sizing`).')
 param aoaiRequestsPerMinutePerInstance int = 24
 
+@description('SHA-256 (hex) of the admin API key (the key itself is never deployed); empty: the admin API refuses every request.')
+param adminKeySha256 string = ''
+
+@description('Entra ID tokens for tenants: comma-separated issuers; empty: API keys only.')
+param entraIssuers string = ''
+
+@description('Entra ID tokens for tenants: comma-separated audiences.')
+param entraAudiences string = ''
+
+@description('Entra ID tokens for tenants: the JWKS URL, e.g. https://login.microsoftonline.com/<directory id>/discovery/v2.0/keys.')
+param entraJwksUrl string = ''
+
 @allowed([
   'Enabled'
   'Disabled'
@@ -245,6 +257,10 @@ module functionApp 'modules/functionapp.bicep' = {
     serviceBusMaxConcurrentCalls: serviceBusMaxConcurrentCalls
     aoaiTokensPerMinutePerInstance: aoaiTokensPerMinutePerInstance
     aoaiRequestsPerMinutePerInstance: aoaiRequestsPerMinutePerInstance
+    adminKeySha256: adminKeySha256
+    entraIssuers: entraIssuers
+    entraAudiences: entraAudiences
+    entraJwksUrl: entraJwksUrl
   }
 }
 

@@ -31,6 +31,14 @@ param serviceBusMaxConcurrentCalls int
 param aoaiTokensPerMinutePerInstance int
 param aoaiRequestsPerMinutePerInstance int
 
+@description('SHA-256 (hex) of the admin API key; empty: the admin API refuses every request.')
+param adminKeySha256 string = ''
+
+@description('Entra ID token validation for tenants (comma-separated issuers and audiences, JWKS URL); empty: API keys only.')
+param entraIssuers string = ''
+param entraAudiences string = ''
+param entraJwksUrl string = ''
+
 @description('Elastic Premium: the most instances the plan may scale to.')
 param elasticMaximumWorkerCount int = 20
 
@@ -67,6 +75,13 @@ var flexAppSettings = {
   AzureFunctionsJobHost__extensions__serviceBus__maxConcurrentCalls: string(serviceBusMaxConcurrentCalls)
   OFFPATH_AOAI_TPM_BUDGET: string(aoaiTokensPerMinutePerInstance)
   OFFPATH_AOAI_RPM_BUDGET: string(aoaiRequestsPerMinutePerInstance)
+  // Tenancy (internal/config): tenants and the ledger use the
+  // AzureWebJobsStorage table endpoint above; the admin key is stored
+  // only as its hash.
+  OFFPATH_ADMIN_KEY_SHA256: adminKeySha256
+  OFFPATH_ENTRA_ISSUERS: entraIssuers
+  OFFPATH_ENTRA_AUDIENCES: entraAudiences
+  OFFPATH_ENTRA_JWKS_URL: entraJwksUrl
 }
 
 // Elastic Premium runs the classic way: the worker runtime comes from app

@@ -114,6 +114,13 @@ func checkWorkers(objs []any, functionTimeout time.Duration) error {
 	return errors.Join(errs...)
 }
 
+func deploymentContainers(obj any) []corev1.Container {
+	if d, ok := obj.(*appsv1.Deployment); ok {
+		return d.Spec.Template.Spec.Containers
+	}
+	return nil
+}
+
 func hostFunctionTimeout(t *testing.T) time.Duration {
 	t.Helper()
 	var h struct {
