@@ -277,7 +277,9 @@ var (
 // subscriptionResourceId.
 func checkRoles(files []bicepFile) error {
 	var errs []error
-	squash := func(s string) string { return strings.ToLower(strings.NewReplacer(" ", "", "azure", "").Replace(strings.ToLower(s))) }
+	squash := func(s string) string {
+		return strings.ToLower(strings.NewReplacer(" ", "", "azure", "").Replace(strings.ToLower(s)))
+	}
 	for _, f := range files {
 		for _, m := range guidLiteral.FindAllStringSubmatch(f.text, -1) {
 			if _, ok := documentedRoles[strings.ToLower(m[1])]; !ok {

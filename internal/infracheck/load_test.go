@@ -69,17 +69,17 @@ var placeholder = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 // rendered manifests are what azd would apply.
 func fakeEnv(name string) (string, bool) {
 	values := map[string]string{
-		"OFFPATH_WORKER_NAMESPACE":             "offpath",
-		"OFFPATH_APP_CLIENT_ID":                "00000000-0000-0000-0000-00000000a001",
-		"OFFPATH_KEDA_CLIENT_ID":               "00000000-0000-0000-0000-00000000a002",
-		"OFFPATH_BLOB_SERVICE_URI":             "https://stoffpathtest.blob.core.windows.net",
-		"OFFPATH_QUEUE_SERVICE_URI":            "https://stoffpathtest.queue.core.windows.net",
-		"OFFPATH_TABLE_SERVICE_URI":            "https://stoffpathtest.table.core.windows.net",
-		"OFFPATH_SERVICEBUS_NAMESPACE":         "sb-offpath-test",
-		"OFFPATH_SERVICEBUS_FQDN":              "sb-offpath-test.servicebus.windows.net",
-		"OFFPATH_AOAI_ENDPOINT":                "https://oai-offpath-test.openai.azure.com",
+		"OFFPATH_WORKER_NAMESPACE":              "offpath",
+		"OFFPATH_APP_CLIENT_ID":                 "00000000-0000-0000-0000-00000000a001",
+		"OFFPATH_KEDA_CLIENT_ID":                "00000000-0000-0000-0000-00000000a002",
+		"OFFPATH_BLOB_SERVICE_URI":              "https://stoffpathtest.blob.core.windows.net",
+		"OFFPATH_QUEUE_SERVICE_URI":             "https://stoffpathtest.queue.core.windows.net",
+		"OFFPATH_TABLE_SERVICE_URI":             "https://stoffpathtest.table.core.windows.net",
+		"OFFPATH_SERVICEBUS_NAMESPACE":          "sb-offpath-test",
+		"OFFPATH_SERVICEBUS_FQDN":               "sb-offpath-test.servicebus.windows.net",
+		"OFFPATH_AOAI_ENDPOINT":                 "https://oai-offpath-test.openai.azure.com",
 		"APPLICATIONINSIGHTS_CONNECTION_STRING": "InstrumentationKey=00000000-0000-0000-0000-000000000000;IngestionEndpoint=https://example.invalid/",
-		"SERVICE_INGEST_HEAVY_IMAGE_NAME":      "croffpathtest.azurecr.io/offpath/ingest-heavy-offpath:azd-deploy-1",
+		"SERVICE_INGEST_HEAVY_IMAGE_NAME":       "croffpathtest.azurecr.io/offpath/ingest-heavy-offpath:azd-deploy-1",
 	}
 	v, ok := values[name]
 	return v, ok
