@@ -54,3 +54,13 @@ bench: deps
 
 clean:
 	rm -rf build .run
+
+# Offline checks of infra/ (no Azure, no Bicep compiler, no cluster): the
+# Bicep syntax check (tree-sitter-bicep via node), then the Go checks of the
+# Kubernetes manifests, the Bicep text, the functions and the azd wiring
+# (internal/infracheck, which needs ../shared/schemas/keda) and the sizing
+# formulas. `make test` runs the same Go tests through ./...
+.PHONY: lint-infra
+lint-infra: deps
+	node infra/scripts/check-bicep.mjs infra
+	$(GO) test -count=1 ./internal/infracheck/ ./internal/sizing/
