@@ -27,7 +27,7 @@ app:
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath \
 		-ldflags "-s -w -X main.version=$(VERSION)" -o $(APP)/handler ./handler
 	chmod 0755 $(APP)/handler
-	cp host.json $(APP)/
+	cp host.json models.json $(APP)/
 	cp -R functions/. $(APP)/
 	@echo "app folder ready: $(APP) ($$(ls -d $(APP)/*/ | wc -l) functions)"
 
@@ -51,6 +51,8 @@ bench: deps
 	$(GO) test -run '^$$' -bench Coldstart -benchtime 20x -count 3 ./handler/
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x ./internal/batchfile/
 	$(GO) test -run '^$$' -bench WriteUpload100k -benchtime 3x ./internal/batchapi/
+	$(GO) test -run '^$$' -bench Authenticate -benchmem -count 3 ./internal/auth/
+	$(GO) test -run '^$$' -bench Ledger -benchtime 3x -count 1 ./internal/tablestore/
 
 clean:
 	rm -rf build .run

@@ -1,58 +1,14 @@
 package api
 
 import (
-	"encoding/csv"
 	"net/http"
-	"strconv"
-	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/auth"
-	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/tenant"
 )
-
-// usageView is a Usage as the API shows it.
-type usageView struct {
-	PromptTokens     int64         `json:"prompt_tokens"`
-	CompletionTokens int64         `json:"completion_tokens"`
-	CachedTokens     int64         `json:"cached_tokens"`
-	ReasoningTokens  int64         `json:"reasoning_tokens"`
-	TotalTokens      int64         `json:"total_tokens"`
-	Requests         int64         `json:"requests"`
-	Refusals         int64         `json:"refusals"`
-	Cost             catalog.Money `json:"estimated_cost_usd"`
-}
-
-func viewUsage(u ledger.Usage) usageView {
-	return usageView{u.PromptTokens, u.CompletionTokens, u.CachedTokens, u.ReasoningTokens, u.TotalTokens(), u.Requests, u.Refusals, u.Cost}
-}
-
-type lineView struct {
-	Path       ledger.Path `json:"path"`
-	Alias      string      `json:"alias,omitempty"`
-	Deployment string      `json:"deployment,omitempty"`
-	usageView
-}
-
-type budgetView struct {
-	MonthlyTokens   int64 `json:"monthly_tokens"`
-	UsedTokens      int64 `json:"used_tokens"`
-	RemainingTokens int64 `json:"remaining_tokens"`
-}
-
-type reportView struct {
-	Tenant string       `json:"tenant"`
-	Month  ledger.Month `json:"month"`
-	From   time.Time    `json:"from"`
-	To     time.Time    `json:"to"`
-	// Lines are by path, alias and deployment; Paths the subtotals by path.
-	Lines  []lineView  `json:"lines"`
-	Paths  []lineView  `json:"paths"`
-	Total  usageView   `json:"total"`
-	Budget *budgetView `json:"budget"`
-	Rows   int         `json:"ledger_rows"`
-}
 
 // report reads the month's usage of the tenant the caller may see.
 func (s *Server) report(r *http.Request, p auth.Principal) (ledger.Report, tenant.Tenant, error) {
@@ -107,27 +63,8 @@ func (s *Server) usageJSON(w http.ResponseWriter, r *http.Request, p auth.Princi
 		fail(w, r, err)
 		return
 	}
-	v := reportView{
-		Tenant: rep.Tenant, Month: rep.Month, From: rep.Month.Start(), To: rep.Month.End(),
-		Lines: make([]lineView, 0, len(rep.Lines)), Paths: make([]lineView, 0, len(rep.Paths)),
-		Total: viewUsage(rep.Total), Rows: rep.Entries,
-	}
-	for _, l := range rep.Lines {
-		v.Lines = append(v.Lines, lineView{l.Path, l.Alias, l.Deployment, viewUsage(l.Usage)})
-	}
-	for _, l := range rep.Paths {
-		v.Paths = append(v.Paths, lineView{Path: l.Path, usageView: viewUsage(l.Usage)})
-	}
-	if t.MonthlyTokenBudget > 0 {
-		used := rep.Total.TotalTokens()
-		v.Budget = &budgetView{MonthlyTokens: t.MonthlyTokenBudget, UsedTokens: used, RemainingTokens: max(t.MonthlyTokenBudget-used, 0)}
-	}
-	writeJSON(w, http.StatusOK, v)
+	writeJSON(w, http.StatusOK, rep.View(t.MonthlyTokenBudget))
 }
-
-// CSVHeader is the usage export's header row.
-var CSVHeader = []string{"tenant", "month", "path", "alias", "deployment", "prompt_tokens", "completion_tokens", "cached_tokens",
-	"reasoning_tokens", "total_tokens", "requests", "refusals", "estimated_cost_usd"}
 
 func (s *Server) usageCSV(w http.ResponseWriter, r *http.Request, p auth.Principal) {
 	rep, _, err := s.report(r, p)
@@ -139,18 +76,7 @@ func (s *Server) usageCSV(w http.ResponseWriter, r *http.Request, p auth.Princip
 	w.Header().Set("Content-Disposition", `attachment; filename="usage-`+rep.Tenant+"-"+rep.Month.String()+`.csv"`)
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	cw := csv.NewWriter(w)
-	_ = cw.Write(CSVHeader)
-	for _, l := range rep.Lines {
-		_ = cw.Write(CSVRow(rep.Tenant, rep.Month, l))
+	if err := ledger.WriteCSV(w, rep); err != nil {
+		zerolog.Ctx(r.Context()).Warn().Err(err).Msg("usage export cut short")
 	}
-	cw.Flush()
-}
-
-// CSVRow is one line of the usage export. Every field is an id, a name
-// from the catalog or a number, so no cell can start a spreadsheet formula.
-func CSVRow(tenantID string, m ledger.Month, l ledger.Line) []string {
-	n := func(v int64) string { return strconv.FormatInt(v, 10) }
-	return []string{tenantID, m.String(), string(l.Path), l.Alias, l.Deployment, n(l.PromptTokens), n(l.CompletionTokens),
-		n(l.CachedTokens), n(l.ReasoningTokens), n(l.TotalTokens()), n(l.Requests), n(l.Refusals), l.Cost.Dollars()}
 }

@@ -1,6 +1,7 @@
 package catalog_test
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"strings"
@@ -147,6 +148,26 @@ func TestMoney_Dollars(t *testing.T) {
 	for m, want := range map[catalog.Money]string{0: "0.000000", 499: "0.000000", 500: "0.000001", 1_234_567_890: "1.234568", -1_500: "-0.000002"} {
 		if got := m.Dollars(); got != want {
 			t.Errorf("Money(%d).Dollars() = %q, want %q", m, got, want)
+		}
+	}
+}
+
+func TestMoney_JSONRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, m := range []catalog.Money{0, 1000, 1_234_567_000, -2_000} {
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back catalog.Money
+		if err := json.Unmarshal(b, &back); err != nil || back != m {
+			t.Errorf("round trip of %d via %s = %d, %v", m, b, back, err)
+		}
+	}
+	var m catalog.Money
+	for _, bad := range []string{`"1"`, `1e3`, `0.0000000001`, `abc`, `-`} {
+		if err := json.Unmarshal([]byte(bad), &m); err == nil {
+			t.Errorf("Unmarshal(%s) = %d, want an error", bad, m)
 		}
 	}
 }

@@ -31,6 +31,32 @@ func (m Money) Dollars() string {
 // MarshalJSON writes m as a JSON number in dollars with six decimals.
 func (m Money) MarshalJSON() ([]byte, error) { return []byte(m.Dollars()), nil }
 
+// UnmarshalJSON reads a JSON number of dollars (at most nine decimals).
+func (m *Money) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	neg := strings.HasPrefix(s, "-")
+	whole, frac, _ := strings.Cut(strings.TrimPrefix(s, "-"), ".")
+	if len(frac) > 9 || whole == "" || strings.ContainsAny(s, "eE+") {
+		return fmt.Errorf("money %q: want dollars with at most 9 decimals", s)
+	}
+	w, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil || w > math.MaxInt64/1_000_000_000-1 {
+		return fmt.Errorf("money %q: want dollars with at most 9 decimals", s)
+	}
+	var f int64
+	if frac != "" {
+		if f, err = strconv.ParseInt(frac+strings.Repeat("0", 9-len(frac)), 10, 64); err != nil || f < 0 {
+			return fmt.Errorf("money %q: want dollars with at most 9 decimals", s)
+		}
+	}
+	v := w*1_000_000_000 + f
+	if neg {
+		v = -v
+	}
+	*m = Money(v)
+	return nil
+}
+
 // Rate is a price per million tokens, in micro-dollars per million tokens
 // (so that "$0.075 per 1M tokens" is exactly 75000).
 type Rate int64

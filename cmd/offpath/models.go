@@ -1,0 +1,57 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+
+	"github.com/offpath/offpath/internal/auth"
+)
+
+func (c *cli) listModels(args []string) error {
+	fs := flag.NewFlagSet("models", flag.ContinueOnError)
+	fs.SetOutput(c.out)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if pos, err := parse(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return fmt.Errorf("models takes no arguments")
+	}
+	cat, err := c.catalog()
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(c.out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(cat.Aliases())
+	}
+	g := &grid{right: []bool{false, false, false, true, true, true, false}}
+	g.add("ALIAS", "PATH", "DEPLOYMENT", "INPUT $/1M", "CACHED $/1M", "OUTPUT $/1M", "DESCRIPTION")
+	for _, a := range cat.Aliases() {
+		desc := a.Description
+		if a.Queue != nil {
+			p := a.Queue.Price
+			g.add(a.Name, "queue", a.Queue.Name, p.Input.String(), p.CachedInput.String(), p.Output.String(), desc)
+			desc = ""
+		}
+		for _, d := range a.Batch {
+			g.add(a.Name, "batch", d.Name, d.Price.Input.String(), d.Price.CachedInput.String(), d.Price.Output.String(), desc)
+			desc = ""
+		}
+	}
+	return g.write(c.out)
+}
+
+func (c *cli) adminKey(args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("admin-key takes no arguments")
+	}
+	key, digest, err := auth.NewAdminKey(c.rand)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.out, "admin key (shown only now; give it to the operators who administer tenants):\n\n  %s\n\n"+
+		"app setting for the handler (it stores only the digest; add it after a comma to rotate):\n\n  OFFPATH_ADMIN_KEY_SHA256=%s\n\n", key, digest)
+	return nil
+}
