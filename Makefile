@@ -53,6 +53,9 @@ bench: deps
 	$(GO) test -run '^$$' -bench WriteUpload100k -benchtime 3x ./internal/batchapi/
 	$(GO) test -run '^$$' -bench Authenticate -benchmem -count 3 ./internal/auth/
 	$(GO) test -run '^$$' -bench Ledger -benchtime 3x -count 1 ./internal/tablestore/
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x -count 3 ./internal/report/
+	$(GO) test -run '^$$' -bench Parse -benchmem -count 5 ./internal/tickets/
+	$(GO) test -run '^$$' -bench Collect -benchmem -benchtime 1x -count 3 -timeout 30m ./internal/tickets/
 
 clean:
 	rm -rf build .run
