@@ -63,17 +63,20 @@ type routes struct {
 // handlerRoutes reads the calls mux.Handle("name", invoke.XTrigger, fn) and
 // mux.Forward("/prefix/", h) in the handler's sources (handler/ and
 // internal/, tests and the dev host's test handler excepted). Names may be
-// string literals or string constants of the same package.
+// string literals, string constants of the same package, or pkg.Const
+// constants of another scanned package.
 func handlerRoutes(roots ...string) (routes, error) {
 	r := routes{envelope: map[string]string{}}
 	fset := token.NewFileSet()
+	files := map[string]*ast.File{}
+	consts := map[string]map[string]string{} // package name → constant → value
 	for _, root := range roots {
 		err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
 			if d.IsDir() {
-				if d.Name() == "testdata" || strings.Contains(filepath.ToSlash(path), "internal/devhost") {
+				if d.Name() == "testdata" && path != root || strings.Contains(filepath.ToSlash(path), "internal/devhost") {
 					return filepath.SkipDir
 				}
 				return nil
@@ -81,22 +84,71 @@ func handlerRoutes(roots ...string) (routes, error) {
 			if filepath.Ext(path) != ".go" || strings.HasSuffix(path, "_test.go") {
 				return nil
 			}
-			return readRoutes(fset, path, &r)
+			file, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil {
+				return err
+			}
+			files[path] = file
+			collectStringConsts(file, consts)
+			return nil
 		})
 		if err != nil {
 			return r, err
 		}
 	}
-	return r, nil
+	var errs []error
+	for _, file := range files {
+		errs = append(errs, readRoutes(fset, file, consts, &r))
+	}
+	return r, errors.Join(errs...)
 }
 
-func readRoutes(fset *token.FileSet, path string, r *routes) error {
-	file, err := parser.ParseFile(fset, path, nil, 0)
-	if err != nil {
-		return err
+func collectStringConsts(file *ast.File, consts map[string]map[string]string) {
+	pkg := file.Name.Name
+	if consts[pkg] == nil {
+		consts[pkg] = map[string]string{}
 	}
-	consts := packageStringConsts(filepath.Dir(path), fset)
+	for _, decl := range file.Decls {
+		gd, ok := decl.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range gd.Specs {
+			vs := spec.(*ast.ValueSpec)
+			for i, n := range vs.Names {
+				if i >= len(vs.Values) {
+					continue
+				}
+				if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					if v, err := strconv.Unquote(lit.Value); err == nil {
+						consts[pkg][n.Name] = v
+					}
+				}
+			}
+		}
+	}
+}
+
+func readRoutes(fset *token.FileSet, file *ast.File, consts map[string]map[string]string, r *routes) error {
 	var errs []error
+	value := func(e ast.Expr) (string, bool) {
+		switch v := e.(type) {
+		case *ast.BasicLit:
+			if v.Kind == token.STRING {
+				s, err := strconv.Unquote(v.Value)
+				return s, err == nil
+			}
+		case *ast.Ident:
+			s, ok := consts[file.Name.Name][v.Name]
+			return s, ok
+		case *ast.SelectorExpr:
+			if pkg, ok := v.X.(*ast.Ident); ok {
+				s, ok := consts[pkg.Name][v.Sel.Name]
+				return s, ok
+			}
+		}
+		return "", false
+	}
 	ast.Inspect(file, func(n ast.Node) bool {
 		call, ok := n.(*ast.CallExpr)
 		if !ok {
@@ -112,65 +164,20 @@ func readRoutes(fset *token.FileSet, path string, r *routes) error {
 			if !ok || !strings.HasSuffix(trig.Sel.Name, "Trigger") {
 				return true
 			}
-			name, ok := stringValue(call.Args[0], consts)
+			name, ok := value(call.Args[0])
 			if !ok {
 				errs = append(errs, fmt.Errorf("%s: Handle with a function name that is not a string literal or constant", fset.Position(call.Pos())))
 				return true
 			}
 			r.envelope[name] = trig.Sel.Name
 		case sel.Sel.Name == "Forward" && len(call.Args) == 2:
-			if prefix, ok := stringValue(call.Args[0], consts); ok {
+			if prefix, ok := value(call.Args[0]); ok {
 				r.forward = append(r.forward, prefix)
 			}
 		}
 		return true
 	})
 	return errors.Join(errs...)
-}
-
-func stringValue(e ast.Expr, consts map[string]string) (string, bool) {
-	switch v := e.(type) {
-	case *ast.BasicLit:
-		if v.Kind == token.STRING {
-			s, err := strconv.Unquote(v.Value)
-			return s, err == nil
-		}
-	case *ast.Ident:
-		s, ok := consts[v.Name]
-		return s, ok
-	}
-	return "", false
-}
-
-func packageStringConsts(dir string, fset *token.FileSet) map[string]string {
-	consts := map[string]string{}
-	files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		file, err := parser.ParseFile(fset, f, nil, 0)
-		if err != nil {
-			continue
-		}
-		for _, decl := range file.Decls {
-			gd, ok := decl.(*ast.GenDecl)
-			if !ok || gd.Tok != token.CONST {
-				continue
-			}
-			for _, spec := range gd.Specs {
-				vs := spec.(*ast.ValueSpec)
-				for i, n := range vs.Names {
-					if i < len(vs.Values) {
-						if s, ok := stringValue(vs.Values[i], nil); ok {
-							consts[n.Name] = s
-						}
-					}
-				}
-			}
-		}
-	}
-	return consts
 }
 
 // host is what the checks need from host.json.

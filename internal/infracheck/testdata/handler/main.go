@@ -5,7 +5,7 @@ const heavyName = "ingest-process"
 
 func wire(mux *invoke.Mux) {
 	mux.Handle(heavyName, invoke.ServiceBusTrigger, processMessage)
-	mux.Handle("nightly-summaries", invoke.TimerTrigger, summarise)
+	mux.Handle(names.NightlySummaries, invoke.TimerTrigger, summarise)
 	mux.Forward("/api/", api.New())
 	other.Handle("GET /x", h) // not the protocol layer's mux
 }
