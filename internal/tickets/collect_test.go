@@ -29,6 +29,7 @@ func TestCollector_Collect(t *testing.T) {
 		"2026-03-14/e-broken.json": `{"id": "T-6", "body": `,
 		"2026-03-14/f-notes.txt":   "not a ticket",
 		"2026-03-14/g-empty.json":  "",
+		"2026-03-14/h-huge.json":   `{"id":"T-7","body":"b"}` + strings.Repeat(" ", tickets.MaxDocumentBytes),
 		"2026-03-13/old.json":      `{"id":"T-old","body":"yesterday"}`,
 		"2026-03-15/new.json":      `{"id":"T-new","body":"tomorrow"}`,
 	})
@@ -46,6 +47,7 @@ func TestCollector_Collect(t *testing.T) {
 		{Blob: "2026-03-14/e-broken.json", Reason: "malformed JSON at byte 22"},
 		{Blob: "2026-03-14/f-notes.txt", Reason: "not a ticket file (want .json, .jsonl or .ndjson)"},
 		{Blob: "2026-03-14/g-empty.json", Reason: "empty file"},
+		{Blob: "2026-03-14/h-huge.json", Reason: "file too large for one ticket (over 8.0 MiB)"},
 	}
 	if len(got.res.Skipped) != len(wantSkips) {
 		t.Fatalf("skipped %d: %+v\nwant %d", len(got.res.Skipped), got.res.Skipped, len(wantSkips))
@@ -55,7 +57,7 @@ func TestCollector_Collect(t *testing.T) {
 			t.Errorf("skip %d = %+v\n         want %+v", i, got.res.Skipped[i], want)
 		}
 	}
-	wantRes := tickets.Result{Prefix: "2026-03-14/", Files: 7, Tickets: 4, New: 4, Duplicates: 2, SkippedTotal: 8}
+	wantRes := tickets.Result{Prefix: "2026-03-14/", Files: 8, Tickets: 4, New: 4, Duplicates: 2, SkippedTotal: 9}
 	got.res.Skipped = nil
 	if fmt.Sprint(got.res) != fmt.Sprint(wantRes) {
 		t.Errorf("Result = %+v, want %+v", got.res, wantRes)
@@ -200,6 +202,42 @@ func TestCollector_Errors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCollector_BlobDeletedWhileCollecting deletes a file after it was
+// listed and before it is read: it is skipped, not an error.
+func TestCollector_BlobDeletedWhileCollecting(t *testing.T) {
+	t.Parallel()
+	c := newContainer(t)
+	put(t, c, map[string]string{
+		"2026-03-14/a.json": `{"id":"a","body":"b"}`,
+		"2026-03-14/z.json": `{"id":"z","body":"b"}`,
+	})
+	seen := deleting{Memory: tickets.NewMemory(), delete: func(ctx context.Context) error {
+		_, err := c.NewBlobClient("2026-03-14/z.json").Delete(ctx, nil)
+		return err
+	}}
+	// Nothing is prefetched, so z is opened only after a's ticket was looked up.
+	got := collect(t, c, seen, tickets.Options{Concurrency: 1, PrefetchBytes: 1})
+	want := []tickets.Skip{{Blob: "2026-03-14/z.json", Reason: "deleted before it could be read"}}
+	if got.ids() != "a" || fmt.Sprint(got.res.Skipped) != fmt.Sprint(want) {
+		t.Errorf("Collect = %q, skipped %+v; want a, and z skipped as deleted", got.ids(), got.res.Skipped)
+	}
+}
+
+// deleting is a record that deletes a blob at its first lookup.
+type deleting struct {
+	*tickets.Memory
+	delete func(context.Context) error
+}
+
+func (d deleting) Seen(ctx context.Context, id string) (string, bool, error) {
+	if id == "a" {
+		if err := d.delete(ctx); err != nil {
+			return "", false, err
+		}
+	}
+	return d.Memory.Seen(ctx, id)
 }
 
 func TestCollector_MissingContainer(t *testing.T) {

@@ -45,6 +45,7 @@ func TestDecode(t *testing.T) {
 		{"one ticket", oneJSON, `{"id":"a","body":"b"}`, "a", "0", ""},
 		{"pretty-printed ticket", oneJSON, "{\n  \"id\": \"a\",\n  \"body\": \"b\"\n}\n", "a", "0", ""},
 		{"empty file", oneJSON, " \n", "", "", "0:empty file"},
+		{"file over the document limit", oneJSON, `{"id":"a","body":"b"}` + strings.Repeat(" ", MaxDocumentBytes), "", "", "0:file too large for one ticket"},
 		{"two tickets in a .json", oneJSON, `{"id":"a","body":"b"}` + "\n" + `{"id":"c","body":"d"}`, "", "", "0:malformed JSON"},
 		{"lines", jsonLines, "{\"id\":\"a\",\"body\":\"b\"}\n\n  \n{\"id\":\"c\",\"body\":\"d\"}\r\n{\"id\":\"e\",\"body\":\"f\"}", "a,c,e", "1,4,5", ""},
 		{"bom on the first line", jsonLines, "\uFEFF{\"id\":\"a\",\"body\":\"b\"}\n", "a", "1", ""},
