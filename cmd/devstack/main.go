@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -82,11 +83,18 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer sim.Close()
 
+	// Demo tenants with known keys, and a little made-up usage.
+	seeded, err := seedDemo(ctx, az.ConnectionString(), *state, filepath.Join(*appDir, "models.json"), rand.Reader, time.Now())
+	if err != nil {
+		return fmt.Errorf("seed the demo tenants (did `make app` run?): %w", err)
+	}
+
 	// The app's local settings: the example's values, pointed at this stack.
 	settings, err := writeSettings(settingsSource(), *appDir, map[string]string{
-		"AzureWebJobsStorage":   az.ConnectionString(),
-		"OFFPATH_AOAI_ENDPOINT": simURL,
-		"OFFPATH_AOAI_API_KEY":  aoaisim.DefaultKey,
+		"AzureWebJobsStorage":      az.ConnectionString(),
+		"OFFPATH_AOAI_ENDPOINT":    simURL,
+		"OFFPATH_AOAI_API_KEY":     aoaisim.DefaultKey,
+		"OFFPATH_ADMIN_KEY_SHA256": seeded.adminDigest,
 	})
 	if err != nil {
 		return err
@@ -118,9 +126,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 	key := settings["DEVHOST_FUNCTION_KEY"]
 	banner(stdout, host.URL(), simURL, az, app, settings)
+	tenantsBanner(stdout, host.URL(), az, settings, seeded)
 	if *demo {
 		if err := showHealth(ctx, stdout, host.URL(), key); err != nil {
 			log.Error().Err(err).Msg("the first call through the dev host failed")
+		} else if err := showUsage(ctx, stdout, host.URL(), key, seeded.keys.Tenants["contoso"]); err != nil {
+			log.Error().Err(err).Msg("the usage call through the dev host failed")
 		}
 	}
 	return <-done
@@ -183,7 +194,6 @@ func banner(w io.Writer, hostURL, simURL string, az *azurite.Azurite, app *devho
 	fmt.Fprintf(w, "    curl -s -H 'x-functions-key: %s' %s/api/v1/health\n", s["DEVHOST_FUNCTION_KEY"], hostURL)
 	fmt.Fprintf(w, "    curl -s -H 'x-functions-key: %s' %s/api/v1/version\n", s["DEVHOST_FUNCTION_KEY"], hostURL)
 	fmt.Fprintf(w, "    curl -s -H 'api-key: %s' %s/_sim/state\n", aoaisim.DefaultKey, simURL)
-	fmt.Fprintf(w, "\n  Ctrl-C stops everything; Azurite's data stays in .run/azurite.\n\n")
 }
 
 // showHealth calls the API's health endpoint through the dev host, the

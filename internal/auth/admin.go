@@ -26,9 +26,18 @@ func NewAdminKey(rand io.Reader) (key, digest string, err error) {
 		return "", "", fmt.Errorf("random admin key: %w", err)
 	}
 	key = AdminKeyPrefix + b32.EncodeToString(b)
-	sum := sha256.Sum256([]byte(key))
-	return key, hex.EncodeToString(sum[:]), nil
+	return key, AdminKeyDigest(key), nil
 }
+
+// AdminKeyDigest returns the hex SHA-256 digest of an admin key, the form
+// OFFPATH_ADMIN_KEY_SHA256 holds.
+func AdminKeyDigest(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+// IsAdminKey reports whether s has the shape of an admin key.
+func IsAdminKey(s string) bool { return validAdminKey(s) }
 
 func validAdminKey(key string) bool {
 	s, ok := strings.CutPrefix(key, AdminKeyPrefix)
