@@ -1,11 +1,13 @@
 // offpath's alerts and where they go.
 //
-// Log alerts read offpath's own alert events. The handler writes them as one
-// JSON log line each, e.g.
-//   {"level":"error","event":"alert","alert":"job_expired","tenant":"...","job_id":"...",...}
+// Log alerts read offpath's own alert events. Package alert writes each as
+// one error-level JSON log line with a stable "alert" field, e.g.
+//   {"level":"error","alert":"batch_failed","tenant":"...","job":"...","message":"..."}
 // The Functions host forwards the handler's stdout to Application Insights,
-// so the lines land in the workspace's AppTraces table (Message column).
-// One rule per alert kind, so that each has its own severity and history.
+// so the lines land in the workspace's AppTraces table (Message column); the
+// queries match the "alert":"<name>" pair in it. One rule per kind of
+// trouble, so that each has its own severity and history; a last rule
+// catches alert names added later.
 // A metric alert watches dead-lettered messages: the dead-letter queues hold
 // only real infrastructure failures (and expired backlog), never answered
 // questions, so any dead letter deserves a look.
@@ -17,36 +19,54 @@ param alertEmail string
 param logAnalyticsId string
 param serviceBusId string
 
+// The alert names the rules above the last one select.
+var knownAlerts = [
+  'batch_expired'
+  'batch_failed'
+  'azure_auth'
+  'batch_overdue'
+  'held_too_long'
+  'output_expiring_unharvested'
+  'second_door'
+  'morning_report_missing'
+]
+
 var alertEvents = [
   {
     name: 'job-expired'
-    kind: 'job_expired'
     severity: 2
-    description: 'A batch job reached expired: its unfinished lines were not processed within 24 h (partial output is still harvested and billed).'
+    description: 'A batch job expired: its unfinished lines were not processed within 24 h (partial output is still harvested and billed).'
+    filter: 'Message contains \'"alert":"batch_expired"\''
   }
   {
     name: 'job-failed'
-    kind: 'job_failed'
     severity: 1
-    description: 'A batch job failed (validation or service error); the tenant\'s work was not done.'
+    description: 'A batch job failed (validation or service error), or offpath\'s credential is refused: the tenant\'s work was not done.'
+    filter: 'Message contains \'"alert":"batch_failed"\' or Message contains \'"alert":"azure_auth"\''
   }
   {
     name: 'job-overdue'
-    kind: 'job_overdue'
     severity: 2
-    description: 'A batch job is still not terminal past its expected completion time, or its output is nearing expiry uncopied.'
+    description: 'A batch job is past its completion window, held for quota too long, or its output is about to expire unharvested.'
+    filter: 'Message contains \'"alert":"batch_overdue"\' or Message contains \'"alert":"held_too_long"\' or Message contains \'"alert":"output_expiring_unharvested"\''
   }
   {
     name: 'second-door'
-    kind: 'second_door'
     severity: 0
     description: 'A batch or file exists on the Azure OpenAI account that offpath did not create: someone has another door to the models.'
+    filter: 'Message contains \'"alert":"second_door"\''
   }
   {
     name: 'morning-report-missing'
-    kind: 'morning_report_missing'
     severity: 2
     description: 'The nightly ticket summaries did not produce their morning report.'
+    filter: 'Message contains \'"alert":"morning_report_missing"\''
+  }
+  {
+    name: 'other-alert'
+    severity: 2
+    description: 'Any other offpath alert (output lost, counts mismatch, harvest failing, and names added later).'
+    filter: 'Message contains \'"alert":"\' and not(${join(map(knownAlerts, n => 'Message contains \'"alert":"${n}"\''), ' or ')})'
   }
 ]
 
@@ -76,7 +96,7 @@ resource eventAlerts 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = [
     tags: tags
     kind: 'LogAlert'
     properties: {
-      displayName: 'offpath: ${a.kind}'
+      displayName: 'offpath: ${a.name}'
       description: a.description
       severity: a.severity
       enabled: true
@@ -88,7 +108,9 @@ resource eventAlerts 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = [
       criteria: {
         allOf: [
           {
-            query: 'AppTraces | where Message contains \'"event":"alert"\' and Message contains \'"alert":"${a.kind}"\' | project TimeGenerated, Message'
+            // Error level only: the same name also appears in the warning
+            // that a webhook delivery failed.
+            query: 'AppTraces | where Message contains \'"level":"error"\' | where ${a.filter} | project TimeGenerated, Message'
             timeAggregation: 'Count'
             operator: 'GreaterThan'
             threshold: 0
