@@ -46,6 +46,12 @@ Commands:
   models [-json]               the model aliases, their deployments and prices
   admin-key                    make an admin key for the REST API, and the
                                digest to set as OFFPATH_ADMIN_KEY_SHA256
+  sizing -tokens-per-document N [-deployment D | -tpm T -rpm R]
+         [-calls-per-document K] [-latency S] [-share F] [-pool aks|flex] [-write]
+                               derive maxReplicaCount, KEDA messageCount,
+                               maxConcurrentCalls and per-instance TPM/RPM from
+                               the deployment's quota; -write puts them into
+                               infra/k8s (aks) or infra/main.parameters.json (flex)
 
 Storage: -storage (default $OFFPATH_STORAGE, else $AzureWebJobsStorage) is a
 connection string ("UseDevelopmentStorage=true" for a local Azurite);
@@ -100,6 +106,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return c.listModels(rest)
 	case "admin-key":
 		return c.adminKey(rest)
+	case "sizing":
+		return c.sizing(rest)
 	case "help", "-h", "--help":
 		fs.Usage()
 		return nil

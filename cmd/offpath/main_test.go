@@ -201,3 +201,22 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+func TestRun_Sizing(t *testing.T) {
+	t.Parallel()
+	var out strings.Builder
+	err := run(context.Background(), []string{"sizing", "-tpm", "1000000", "-rpm", "6000", "-tokens-per-document", "4000", "-latency", "8"},
+		func(string) string { return "" }, &out)
+	if err != nil {
+		t.Fatalf("sizing: %v\n%s", err, out.String())
+	}
+	// The reference's worked example: 1M TPM, 4,000 tokens per call, 8 s → 6 replicas of 4.
+	for _, want := range []string{"maxReplicaCount", " 6\n", "maxConcurrentCalls", "tokens"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("sizing output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if err := run(context.Background(), []string{"sizing", "-tpm", "1000"}, func(string) string { return "" }, &out); err == nil {
+		t.Error("sizing without -tokens-per-document: no error")
+	}
+}
