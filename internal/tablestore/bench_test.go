@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/tablestore"
 )
 
 // rows returns n distinct entries of one tenant-month, with a prefix so
@@ -20,26 +21,30 @@ func rows(prefix string, n int) []ledger.Entry {
 }
 
 // BenchmarkLedger_RecordBatch writes 10,000 rows of one tenant-month in
-// transactions of 100.
+// transactions of 100, one at a time and four in flight.
 func BenchmarkLedger_RecordBatch(b *testing.B) {
 	const n = 10_000
-	l := newLedger(b, nil)
-	ctx := context.Background()
-	if err := l.Record(ctx, unit("contoso", "2026-11", "warm-up", 1)); err != nil {
-		b.Fatal(err)
+	for _, parallel := range []int{1, 4} {
+		b.Run(fmt.Sprintf("parallel=%d", parallel), func(b *testing.B) {
+			l := tablestore.NewLedger(service(b), tablestore.LedgerOptions{Table: tableName(b, "led"), Parallel: parallel})
+			ctx := context.Background()
+			if err := l.Record(ctx, unit("contoso", "2026-11", "warm-up", 1)); err != nil {
+				b.Fatal(err)
+			}
+			i := 0
+			var total time.Duration
+			for b.Loop() {
+				entries := rows(fmt.Sprintf("it%d", i), n)
+				i++
+				start := time.Now()
+				if err := l.RecordBatch(ctx, entries); err != nil {
+					b.Fatal(err)
+				}
+				total += time.Since(start)
+			}
+			b.ReportMetric(float64(n*i)/total.Seconds(), "rows/s")
+		})
 	}
-	i := 0
-	var total time.Duration
-	for b.Loop() {
-		entries := rows(fmt.Sprintf("it%d", i), n)
-		i++
-		start := time.Now()
-		if err := l.RecordBatch(ctx, entries); err != nil {
-			b.Fatal(err)
-		}
-		total += time.Since(start)
-	}
-	b.ReportMetric(float64(n*i)/total.Seconds(), "rows/s")
 }
 
 // BenchmarkLedger_RecordSingle writes rows one request at a time, for
