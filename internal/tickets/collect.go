@@ -135,7 +135,14 @@ func (r *run) file(f *file) error {
 		return f.err
 	case f.data != nil:
 		return decode(bytes.NewReader(f.data), f.format, r)
+	case f.stream != nil:
+		defer f.stream.Close()
+		if err := decode(f.stream, f.format, r); err != nil {
+			return fmt.Errorf("blob %q: %w", f.name, err)
+		}
+		return nil
 	}
+	// Prefetched, but it grew past PrefetchBytes since it was listed.
 	body, err := r.c.open(r.ctx, f.name)
 	if bloberror.HasCode(err, bloberror.BlobNotFound) {
 		r.skip(0, "", "deleted before it could be read")

@@ -13,8 +13,9 @@ import (
 )
 
 // file is one listed blob on its way to the decoder. When ready is closed,
-// either data holds the whole blob (prefetched), or data is nil and the blob
-// is to be streamed in its turn, or err says why neither.
+// data holds the whole blob (prefetched), or stream reads it (a large blob,
+// downloading ahead), or err says why neither; with none of them the blob is
+// to be opened in its turn.
 type file struct {
 	name   string
 	size   int64
@@ -22,19 +23,22 @@ type file struct {
 	// fetch is whether the blob is read at all (a supported, plausible file).
 	fetch bool
 
-	ready chan struct{}
-	data  []byte
-	err   error
+	ready  chan struct{}
+	data   []byte
+	stream *readAhead
+	err    error
 }
 
 // files lists the blobs under prefix and sends them on the returned channel
-// in listing (name) order. Blobs of at most PrefetchBytes are downloaded
-// ahead, Concurrency at a time, so that many small files cost bandwidth
-// rather than one round trip each; larger ones are left to be streamed. At
-// most 2×Concurrency files wait in the channel, which bounds the memory held
-// ahead to about 3×Concurrency×PrefetchBytes. A listing error arrives as a
-// file with err set and ends the channel. stop cancels everything in flight
-// and waits for it; it must be called once the caller is done.
+// in listing (name) order, downloading ahead so that many small files cost
+// bandwidth rather than a round trip each, and large ones download while
+// earlier ones are parsed. At most Concurrency downloads run at once: a blob
+// of at most PrefetchBytes is read whole, a larger one through a readAhead
+// that runs at most 1 MiB ahead of its reader. At most 2×Concurrency files
+// wait in the channel, which bounds the memory held ahead to about
+// 3×Concurrency×max(PrefetchBytes, 1 MiB). A listing error arrives as a file
+// without a name and with err set, and ends the channel. stop cancels
+// everything in flight and waits for it; the caller must call it when done.
 func (c *Collector) files(ctx context.Context, prefix string) (_ <-chan *file, stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	out := make(chan *file, 2*c.opts.Concurrency)
@@ -64,7 +68,7 @@ func (c *Collector) files(ctx context.Context, prefix string) (_ <-chan *file, s
 				if f == nil {
 					continue
 				}
-				if f.fetch && f.size <= c.opts.PrefetchBytes {
+				if f.fetch {
 					select {
 					case sem <- struct{}{}:
 					case <-ctx.Done():
@@ -72,8 +76,7 @@ func (c *Collector) files(ctx context.Context, prefix string) (_ <-chan *file, s
 					}
 					wg.Go(func() {
 						defer func() { <-sem }()
-						f.data, f.err = c.download(ctx, f.name, f.size, c.opts.PrefetchBytes)
-						close(f.ready)
+						c.fetch(ctx, f)
 					})
 				} else {
 					close(f.ready)
@@ -107,6 +110,25 @@ func (c *Collector) listed(item *container.BlobItem) *file {
 	f.format = formatOf(f.name)
 	f.fetch = f.format != unsupported && !(f.format == oneJSON && f.size > MaxDocumentBytes)
 	return f
+}
+
+// fetch downloads f ahead of its turn and closes f.ready once the consumer
+// may look at it; for a large blob it then goes on filling the read-ahead.
+func (c *Collector) fetch(ctx context.Context, f *file) {
+	if f.size <= c.opts.PrefetchBytes {
+		f.data, f.err = c.download(ctx, f.name, f.size, c.opts.PrefetchBytes)
+		close(f.ready)
+		return
+	}
+	body, err := c.open(ctx, f.name)
+	if err != nil {
+		f.err = err
+		close(f.ready)
+		return
+	}
+	f.stream = newReadAhead()
+	close(f.ready)
+	f.stream.fill(ctx, body)
 }
 
 // download reads a whole blob of the listed size, at most limit bytes. A
