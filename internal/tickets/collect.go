@@ -21,7 +21,8 @@ type Options struct {
 	// Default 8.
 	Concurrency int
 	// PrefetchBytes is the size up to which a blob is downloaded ahead
-	// whole; a larger one is streamed when its turn comes. Default 1 MiB.
+	// whole; a larger one is downloaded ahead through a 1 MiB read-ahead
+	// buffer. Default 1 MiB.
 	PrefetchBytes int64
 }
 
@@ -82,13 +83,13 @@ type Result struct {
 // the Result covers only what was read until then, and the caller should
 // discard what it was given and try the night again.
 func (c *Collector) Collect(ctx context.Context, day time.Time, yield func(Ticket) error) (Result, error) {
-	r := &run{ctx: ctx, c: c, yield: yield, first: make(map[string]occurrence)}
+	r := &run{c: c, yield: yield, first: make(map[string]occurrence)}
 	r.res.Prefix = DayPrefix(day)
 	files, stop := c.files(ctx, r.res.Prefix)
 	defer stop()
 	for f := range files {
 		<-f.ready
-		if err := r.file(f); err != nil {
+		if err := r.file(ctx, f); err != nil {
 			return r.res, fmt.Errorf("collect tickets under %q: %w", r.res.Prefix, err)
 		}
 	}
@@ -106,7 +107,6 @@ type occurrence struct {
 
 // run is the state of one Collect: the sink for every file.
 type run struct {
-	ctx   context.Context
 	c     *Collector
 	yield func(Ticket) error
 	res   Result
@@ -115,7 +115,7 @@ type run struct {
 	first map[string]occurrence
 }
 
-func (r *run) file(f *file) error {
+func (r *run) file(ctx context.Context, f *file) error {
 	if f.name == "" { // a listing error
 		return f.err
 	}
@@ -134,16 +134,16 @@ func (r *run) file(f *file) error {
 	case f.err != nil:
 		return f.err
 	case f.data != nil:
-		return decode(bytes.NewReader(f.data), f.format, r)
+		return decode(ctx, bytes.NewReader(f.data), f.format, r)
 	case f.stream != nil:
 		defer f.stream.Close()
-		if err := decode(f.stream, f.format, r); err != nil {
+		if err := decode(ctx, f.stream, f.format, r); err != nil {
 			return fmt.Errorf("blob %q: %w", f.name, err)
 		}
 		return nil
 	}
 	// Prefetched, but it grew past PrefetchBytes since it was listed.
-	body, err := r.c.open(r.ctx, f.name)
+	body, err := r.c.open(ctx, f.name)
 	if bloberror.HasCode(err, bloberror.BlobNotFound) {
 		r.skip(0, "", "deleted before it could be read")
 		return nil
@@ -152,7 +152,7 @@ func (r *run) file(f *file) error {
 		return err
 	}
 	defer body.Close()
-	if err := decode(body, f.format, r); err != nil {
+	if err := decode(ctx, body, f.format, r); err != nil {
 		return fmt.Errorf("blob %q: %w", f.name, err)
 	}
 	return nil
@@ -167,7 +167,7 @@ func (r *run) skip(line int, id, reason string) {
 }
 
 // ticket implements sink: first occurrence wins, then new-or-changed.
-func (r *run) ticket(t Ticket) error {
+func (r *run) ticket(ctx context.Context, t Ticket) error {
 	t.Blob = r.blobs[len(r.blobs)-1]
 	var sum [8]byte
 	_, _ = hex.Decode(sum[:], []byte(t.Hash[:16]))
@@ -186,7 +186,7 @@ func (r *run) ticket(t Ticket) error {
 	}
 	r.first[t.ID] = occurrence{blob: len(r.blobs) - 1, line: t.Line, sum: sum}
 	r.res.Tickets++
-	hash, ok, err := r.c.seen.Seen(r.ctx, t.ID)
+	hash, ok, err := r.c.seen.Seen(ctx, t.ID)
 	if err != nil {
 		return fmt.Errorf("look up summary of ticket %q: %w", t.ID, err)
 	}

@@ -3,6 +3,7 @@ package tickets
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -36,15 +37,15 @@ const maxBadLines = 100
 // sink receives what a file holds: valid tickets and skipped documents. An
 // error from ticket stops the reading and is returned as is.
 type sink interface {
-	ticket(t Ticket) error
+	ticket(ctx context.Context, t Ticket) error
 	skip(line int, id, reason string)
 }
 
 // decode reads one file of format f from r into s. It returns only errors of
 // reading r and errors of s: malformed content goes to s as skips.
-func decode(r io.Reader, f format, s sink) error {
+func decode(ctx context.Context, r io.Reader, f format, s sink) error {
 	if f == jsonLines {
-		return decodeLines(r, s)
+		return decodeLines(ctx, r, s)
 	}
 	doc, err := io.ReadAll(io.LimitReader(r, MaxDocumentBytes+1))
 	if err != nil {
@@ -58,11 +59,11 @@ func decode(r io.Reader, f format, s sink) error {
 		s.skip(0, "", "empty file")
 		return nil
 	}
-	return deliver(s, 0, doc)
+	return deliver(ctx, s, 0, doc)
 }
 
 // decodeLines reads a JSONL file line by line; only the current line is held.
-func decodeLines(r io.Reader, s sink) error {
+func decodeLines(ctx context.Context, r io.Reader, s sink) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var buf []byte
 	bad := 0
@@ -84,7 +85,7 @@ func decodeLines(r io.Reader, s sink) error {
 			if len(bytes.TrimSpace(buf)) == 0 {
 				continue
 			}
-			ok, err := tryDeliver(s, line, buf)
+			ok, err := tryDeliver(ctx, s, line, buf)
 			if err != nil {
 				return err
 			}
@@ -100,19 +101,19 @@ func decodeLines(r io.Reader, s sink) error {
 }
 
 // deliver parses doc and hands the ticket or the skip to s.
-func deliver(s sink, line int, doc []byte) error {
-	_, err := tryDeliver(s, line, doc)
+func deliver(ctx context.Context, s sink, line int, doc []byte) error {
+	_, err := tryDeliver(ctx, s, line, doc)
 	return err
 }
 
-func tryDeliver(s sink, line int, doc []byte) (bool, error) {
+func tryDeliver(ctx context.Context, s sink, line int, doc []byte) (bool, error) {
 	t, id, reason := parse(doc)
 	if reason != "" {
 		s.skip(line, id, reason)
 		return false, nil
 	}
 	t.Line = line
-	return true, s.ticket(t)
+	return true, s.ticket(ctx, t)
 }
 
 // errLineTooLong reports a line above the limit; the rest of the line has

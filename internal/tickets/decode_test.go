@@ -1,6 +1,7 @@
 package tickets
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,7 +16,7 @@ type recorder struct {
 	stop  error
 }
 
-func (r *recorder) ticket(t Ticket) error {
+func (r *recorder) ticket(_ context.Context, t Ticket) error {
 	r.ids = append(r.ids, t.ID)
 	r.lines = append(r.lines, t.Line)
 	return r.stop
@@ -57,7 +58,7 @@ func TestDecode(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var r recorder
-			if err := decode(strings.NewReader(tt.in), tt.format, &r); err != nil {
+			if err := decode(t.Context(), strings.NewReader(tt.in), tt.format, &r); err != nil {
 				t.Fatalf("decode: %v", err)
 			}
 			if got := strings.Join(r.ids, ","); got != tt.wantIDs {
@@ -97,7 +98,7 @@ func TestDecode_LongLineIsSkippedNotHeld(t *testing.T) {
 	long := `{"id":"big","body":"` + strings.Repeat("x", MaxDocumentBytes) + `"}`
 	in := `{"id":"a","body":"b"}` + "\n" + long + "\n" + `{"id":"c","body":"d"}`
 	var r recorder
-	if err := decode(strings.NewReader(in), jsonLines, &r); err != nil {
+	if err := decode(t.Context(), strings.NewReader(in), jsonLines, &r); err != nil {
 		t.Fatalf("decode: %v", err)
 	}
 	if got := strings.Join(r.ids, ","); got != "a,c" {
@@ -112,7 +113,7 @@ func TestDecode_SinkErrorStops(t *testing.T) {
 	t.Parallel()
 	stop := errors.New("writer full")
 	r := recorder{stop: stop}
-	err := decode(strings.NewReader("{\"id\":\"a\",\"body\":\"b\"}\n{\"id\":\"c\",\"body\":\"d\"}\n"), jsonLines, &r)
+	err := decode(t.Context(), strings.NewReader("{\"id\":\"a\",\"body\":\"b\"}\n{\"id\":\"c\",\"body\":\"d\"}\n"), jsonLines, &r)
 	if !errors.Is(err, stop) || len(r.ids) != 1 {
 		t.Errorf("decode = %v after %d tickets, want %v after 1", err, len(r.ids), stop)
 	}

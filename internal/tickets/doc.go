@@ -2,9 +2,9 @@
 // into blob storage during the day, so that the nightly summaries job can
 // submit the ones not summarised yet as one batch. Tens of thousands of
 // tickets are the normal case, and the files come from another system that
-// offpath does not control, so the collector streams (it never holds more
-// than one ticket, the ids it has seen and a few prefetched small files) and
-// treats every file as hostile: a malformed ticket is skipped with a reason
+// offpath does not control, so the collector streams (it holds one ticket at
+// a time, the ids it has seen, and a bounded read-ahead of the next files)
+// and treats every file as hostile: a malformed ticket is skipped with a reason
 // for the morning report and never fails the night.
 //
 // # Files and days
