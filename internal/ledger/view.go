@@ -81,16 +81,13 @@ func (r Report) View(monthlyBudget int64) ReportView {
 	return v
 }
 
-// CSVHeader is the usage export's header row.
-var CSVHeader = []string{"tenant", "month", "path", "alias", "deployment", "prompt_tokens", "completion_tokens", "cached_tokens",
-	"reasoning_tokens", "total_tokens", "requests", "refusals", "estimated_cost_usd"}
-
 // WriteCSV writes reports as CSV: the header, then one row per line of each
 // report (no total rows, so that a spreadsheet's sums stay right). Every
 // cell is an id, a catalog name or a number, so none can start a formula.
 func WriteCSV(w io.Writer, reports ...Report) error {
 	cw := csv.NewWriter(w)
-	_ = cw.Write(CSVHeader)
+	_ = cw.Write([]string{"tenant", "month", "path", "alias", "deployment", "prompt_tokens", "completion_tokens", "cached_tokens",
+		"reasoning_tokens", "total_tokens", "requests", "refusals", "estimated_cost_usd"})
 	n := func(v int64) string { return strconv.FormatInt(v, 10) }
 	for _, r := range reports {
 		for _, l := range r.Lines {
