@@ -6,7 +6,7 @@ APP     := build/app
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 NPM_STAMP := node_modules/.installed
 
-.PHONY: all app run test vet bench clean deps
+.PHONY: all app run run-aoaisim test vet bench clean deps
 
 all: app
 
@@ -36,6 +36,10 @@ app:
 run: deps app
 	$(GO) run ./cmd/devstack -app $(APP)
 
+# The Azure OpenAI simulator alone, on a fixed port (key aoaisim-key).
+run-aoaisim:
+	$(GO) run ./cmd/aoaisim -config cmd/aoaisim/deployments.example.json -addr 127.0.0.1:4141
+
 vet: deps
 	$(GO) vet ./...
 
@@ -49,6 +53,8 @@ test: deps
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./internal/invoke/
 	$(GO) test -run '^$$' -bench Coldstart -benchtime 20x -count 3 ./handler/
+	$(GO) test -run '^$$' -bench ChatCompletions -benchtime 3s ./internal/aoaisim/
+	$(GO) test -run '^$$' -bench BatchLarge -benchtime 1x -timeout 20m ./internal/aoaisim/
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x ./internal/batchfile/
 	$(GO) test -run '^$$' -bench WriteUpload100k -benchtime 3x ./internal/batchapi/
 	$(GO) test -run '^$$' -bench Authenticate -benchmem -count 3 ./internal/auth/
