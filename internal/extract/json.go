@@ -23,6 +23,8 @@ type jsonProducer struct {
 	dec      *json.Decoder
 	maxDepth int
 	stack    []jsonLevel
+	path     string // the path of the current value, valid while pathOK
+	pathOK   bool
 }
 
 type jsonLevel struct {
@@ -31,10 +33,46 @@ type jsonLevel struct {
 	expectKey bool
 }
 
-func newJSONProducer(src *source, maxDepth int) *jsonProducer {
-	dec := json.NewDecoder(bufio.NewReaderSize(src, readBufferBytes))
+func newJSONProducer(src *source, maxDepth, maxToken int) *jsonProducer {
+	guard := &tokenGuard{r: bufio.NewReaderSize(src, readBufferBytes), max: maxToken}
+	dec := json.NewDecoder(guard)
 	dec.UseNumber()
 	return &jsonProducer{dec: dec, maxDepth: maxDepth}
+}
+
+// tokenGuard watches the bytes on their way to the decoder and rejects a
+// string longer than max bytes before the decoder has to hold it:
+// encoding/json keeps a whole value in its buffer, then copies it out.
+type tokenGuard struct {
+	r        io.Reader
+	max      int
+	inString bool
+	escape   bool
+	n        int // bytes of the current string
+}
+
+func (g *tokenGuard) Read(p []byte) (int, error) {
+	n, err := g.r.Read(p)
+	for _, c := range p[:n] {
+		switch {
+		case !g.inString:
+			if c == '"' {
+				g.inString, g.n = true, 0
+			}
+		case g.escape:
+			g.escape = false
+		case c == '\\':
+			g.escape = true
+		case c == '"':
+			g.inString = false
+		}
+		if g.inString {
+			if g.n++; g.n > g.max {
+				return 0, outcome.Reject(ReasonTooLarge, fmt.Errorf("a JSON string is longer than %d bytes", g.max))
+			}
+		}
+	}
+	return n, err
 }
 
 func (j *jsonProducer) next(out *sink) error {
@@ -53,7 +91,7 @@ func (j *jsonProducer) next(out *sink) error {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return outcome.Reject(ReasonMalformed, errors.New("JSON ends inside a value"))
 		}
-		return err // the source's (the Reader prefers its own record of it)
+		return err // the guard's rejection, or the source's error (the Reader prefers its own record of it)
 	}
 	if d, ok := tok.(json.Delim); ok {
 		switch d {
@@ -63,8 +101,10 @@ func (j *jsonProducer) next(out *sink) error {
 				return outcome.Reject(ReasonTooDeep, fmt.Errorf("JSON nested deeper than %d", j.maxDepth))
 			}
 			j.stack = append(j.stack, jsonLevel{object: d == '{', expectKey: d == '{'})
+			j.pathOK = false
 		case '}', ']':
 			j.stack = j.stack[:len(j.stack)-1]
+			j.pathOK = false
 			if n := len(j.stack); n == 0 || n == 1 && !j.stack[0].object {
 				out.paragraph()
 			}
@@ -74,11 +114,15 @@ func (j *jsonProducer) next(out *sink) error {
 	if n := len(j.stack); n > 0 && j.stack[n-1].object && j.stack[n-1].expectKey {
 		j.stack[n-1].key, _ = tok.(string)
 		j.stack[n-1].expectKey = false
+		j.pathOK = false
 		return nil
 	}
 	j.value()
 	if s, ok := tok.(string); ok && strings.TrimSpace(s) != "" {
-		if p := j.path(); p != "" {
+		if !j.pathOK {
+			j.path, j.pathOK = j.keys(), true
+		}
+		if p := j.path; p != "" {
 			out.writeString(p)
 			out.writeString(": ")
 		}
@@ -98,8 +142,8 @@ func (j *jsonProducer) value() {
 	}
 }
 
-// path is the last maxPathKeys object keys above the current value.
-func (j *jsonProducer) path() string {
+// keys joins the last maxPathKeys object keys above the current value.
+func (j *jsonProducer) keys() string {
 	var keys []string
 	for i := len(j.stack) - 1; i >= 0 && len(keys) < maxPathKeys; i-- {
 		if j.stack[i].object && j.stack[i].key != "" {

@@ -33,8 +33,8 @@ type Options struct {
 	MaxInputBytes int64
 	// MaxDepth bounds the nesting of JSON values. Default 128.
 	MaxDepth int
-	// MaxTokenBytes bounds one HTML token (a text node, a tag). Default
-	// 16 MiB.
+	// MaxTokenBytes bounds one HTML token (a text node, a tag) and one JSON
+	// string, which the tokenizers hold whole. Default 16 MiB.
 	MaxTokenBytes int
 }
 
@@ -70,7 +70,7 @@ func New(kind Kind, r io.Reader, opts Options) (*Reader, error) {
 	case HTML:
 		x.prod = newHTMLProducer(src, opts.MaxTokenBytes)
 	case JSON:
-		x.prod = newJSONProducer(src, opts.MaxDepth)
+		x.prod = newJSONProducer(src, opts.MaxDepth, opts.MaxTokenBytes)
 	case CSV:
 		x.prod = newCSVProducer(src, ',')
 	case TSV:

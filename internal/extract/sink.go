@@ -11,19 +11,28 @@ type sink struct {
 	newlines int    // newlines at the end of the output, after the last text
 	held     []byte // spaces and tabs not yet written: dropped at a line end
 	lastCR   bool   // the last byte written was '\r'
-	text     int64  // non-whitespace bytes written
+	text     int64  // bytes of text written, not counting line breaks
 }
 
-// write emits text.
+// write emits text. Spans of visible characters with single spaces
+// between words, the bulk of any text, are copied whole.
 func (s *sink) write(b []byte) {
-	start := 0
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if c >= 0x20 && c != 0x7f && c != ' ' {
+	for len(b) > 0 {
+		i := 0
+		for i < len(b) {
+			if c := b[i]; c > ' ' && c != 0x7f || c == ' ' && i > 0 && i+1 < len(b) && b[i+1] > ' ' && b[i+1] != 0x7f {
+				i++
+				continue
+			}
+			break
+		}
+		if i > 0 {
+			s.run(b[:i])
+			b = b[i:]
 			continue
 		}
-		s.run(b[start:i])
-		start = i + 1
+		c := b[0]
+		b = b[1:]
 		switch c {
 		case '\n':
 			if !s.lastCR {
@@ -36,14 +45,10 @@ func (s *sink) write(b []byte) {
 		}
 		s.lastCR = c == '\r'
 	}
-	s.run(b[start:])
 }
 
-// run writes bytes known to contain no whitespace or control characters.
+// run writes a span that starts and ends with a visible character.
 func (s *sink) run(b []byte) {
-	if len(b) == 0 {
-		return
-	}
 	s.lastCR = false
 	switch {
 	case s.text == 0: // nothing before the first text: no blank lines, no indentation
@@ -58,7 +63,9 @@ func (s *sink) run(b []byte) {
 		s.buf = append(s.buf, ' ')
 	}
 	s.newlines = 0
-	s.held = s.held[:0]
+	if len(s.held) > 0 {
+		s.held = s.held[:0]
+	}
 	s.buf = append(s.buf, b...)
 	s.text += int64(len(b))
 }

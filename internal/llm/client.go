@@ -43,7 +43,10 @@ type Config struct {
 	Credential azcore.TokenCredential `json:"-"`
 	// AllowHTTP permits plain http to a loopback endpoint (the simulator).
 	AllowHTTP bool `json:"allow_http"`
-	// HTTPClient replaces the default HTTP client.
+	// HTTPClient replaces the default HTTP client, whose transport keeps up
+	// to 64 idle connections to the endpoint (net/http's default keeps two,
+	// so concurrent invocations would open a new TLS connection for most
+	// requests).
 	HTTPClient *http.Client `json:"-"`
 
 	// AttemptTimeout bounds one HTTP attempt. Default 60 s.
@@ -146,15 +149,26 @@ func New(cfg Config, limiter Limiter, logger zerolog.Logger) (*Client, error) {
 	if cfg.AllowHTTP {
 		opts = append(opts, azure.WithUnsafeAllowHTTP())
 	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = defaultHTTPClient()
 	}
+	opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	return &Client{
 		oa:      openai.NewClient(opts...),
 		cfg:     cfg,
 		limiter: limiter,
 		log:     logger.With().Str("component", "llm").Logger(),
 	}, nil
+}
+
+// defaultHTTPClient is net/http's default transport with more idle
+// connections per host. Attempts are bounded by contexts, not by a client
+// timeout.
+func defaultHTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 128
+	t.MaxIdleConnsPerHost = 64
+	return &http.Client{Transport: t}
 }
 
 // sleep waits d or until ctx ends.

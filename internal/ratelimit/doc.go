@@ -30,11 +30,15 @@
 //
 // Two windows are enforced by default: Window (61 s: the service's minute
 // plus a second for the time a request spends between the limiter and the
-// service and for the service's one-second buckets), and Burst (10 s) with a
-// sixth of each limit, rounded up, because Azure evaluates rate limits over
-// short periods as well and answers a quota's worth of requests arriving in
-// one second with 429s. Over a minute the two together still allow the whole
-// quota.
+// service and for the service's one-second buckets) for tokens and
+// requests, and Burst (10 s) for requests only, with Burst/Window of the
+// request limit, rounded up: Azure documents that it evaluates the request
+// rate over short periods ("typically 1 or 10 seconds") and answers a
+// minute's worth of requests arriving at once with 429s, while tokens are
+// counted per minute. Tokens get no burst window on purpose: a short window
+// with a share of the TPM admits only whole requests, and with requests of
+// a few hundred tokens against a per-instance share of a few thousand that
+// rounding alone costs a sixth of the throughput.
 //
 // A charge larger than a window's limit is counted as the whole limit of
 // that window, so a request bigger than the per-instance share (the real

@@ -47,8 +47,8 @@ func PerInstance(quota Limits, instances int) Limits {
 type Options struct {
 	// Window is the span the limits apply to. Default 61 s.
 	Window time.Duration
-	// Burst is a shorter span that gets Burst/Window of the limits (rounded
-	// up). Default 10 s; negative turns it off.
+	// Burst is a shorter span that gets Burst/Window of the request limit
+	// (rounded up). Default 10 s; negative turns it off.
 	Burst time.Duration
 	// Clock is the time source. Default: real time.
 	Clock Clock
@@ -61,6 +61,7 @@ type Stats struct {
 	Waited   int64         // requests that had to wait
 	WaitTime time.Duration // total time spent waiting by admitted requests
 	GaveUp   int64         // requests refused for their deadline or cancelled
+	Queued   int           // requests waiting now
 }
 
 // Limiter paces the requests to one deployment. It is safe for concurrent
@@ -101,14 +102,9 @@ func New(name string, limits Limits, opts Options) (*Limiter, error) {
 	}
 	l := &Limiter{name: name, clock: opts.Clock}
 	l.wins = append(l.wins, &window{dur: opts.Window, tokCap: limits.TPM, reqCap: limits.RPM})
-	if opts.Burst > 0 && opts.Burst < opts.Window {
-		part := func(v int64) int64 {
-			if v == 0 {
-				return 0
-			}
-			return max(1, (v*int64(opts.Burst)+int64(opts.Window)-1)/int64(opts.Window))
-		}
-		l.wins = append(l.wins, &window{dur: opts.Burst, tokCap: part(limits.TPM), reqCap: part(limits.RPM)})
+	if opts.Burst > 0 && opts.Burst < opts.Window && limits.RPM > 0 {
+		share := max(1, (limits.RPM*int64(opts.Burst)+int64(opts.Window)-1)/int64(opts.Window))
+		l.wins = append(l.wins, &window{dur: opts.Burst, reqCap: share})
 	}
 	return l, nil
 }
@@ -117,7 +113,9 @@ func New(name string, limits Limits, opts Options) (*Limiter, error) {
 func (l *Limiter) Stats() Stats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.stats
+	s := l.stats
+	s.Queued = len(l.queue)
+	return s
 }
 
 // Wait blocks until the deployment has room for a request charged tokens

@@ -49,8 +49,9 @@ func TestLimiter_WaitsForTheWindow(t *testing.T) {
 		{"tokens", ratelimit.Limits{TPM: 1000}, -1, []int64{400, 400}, 400, time.Minute},
 		{"requests", ratelimit.Limits{RPM: 2}, -1, []int64{1, 1}, 1, time.Minute},
 		{"oversized request fills the window", ratelimit.Limits{TPM: 1000}, -1, []int64{5000}, 1, time.Minute},
-		{"burst window", ratelimit.Limits{TPM: 6000}, 10 * time.Second, []int64{1000}, 1, 10 * time.Second},
+		{"burst window", ratelimit.Limits{RPM: 60}, 10 * time.Second, []int64{1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 1, 10 * time.Second},
 		{"burst rounds up", ratelimit.Limits{RPM: 3}, 10 * time.Second, []int64{1}, 1, 10 * time.Second},
+		{"no burst window for tokens", ratelimit.Limits{TPM: 6000}, 10 * time.Second, []int64{6000}, 1, time.Minute},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,6 +100,9 @@ func TestLimiter_FirstComeFirstServed(t *testing.T) {
 	eventually(t, "big queued", func() bool { return l.Stats().Waited == 1 })
 	small := start(ctx, l, 150)
 	eventually(t, "small queued", func() bool { return l.Stats().Waited == 2 })
+	if q := l.Stats().Queued; q != 2 {
+		t.Errorf("Queued = %d, want 2", q)
+	}
 	clock.Advance(20 * time.Second) // 60 s: the first 250 leaves; 150 would fit, 900 not
 	time.Sleep(20 * time.Millisecond)
 	if _, ok := returned(small); ok {
