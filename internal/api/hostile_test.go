@@ -24,6 +24,9 @@ func TestHostileInput(t *testing.T) {
 	e.expect(e.do("GET", "/api/v1/usage?month=2026-11&x=1", key, nil), http.StatusBadRequest, "unknown_parameter")
 	e.expect(e.do("GET", "/api/v1/usage?month=%zz", key, nil), http.StatusBadRequest, "bad_query")
 	e.expect(e.do("GET", "/api/v1/tenants?limit=5", e.admin, nil), http.StatusBadRequest, "unknown_parameter")
+	// The Functions host forwards a function key given as ?code=: it is not ours to refuse.
+	e.expect(e.do("GET", "/api/v1/usage?month=2026-11&code=local-function-key", key, nil), http.StatusOK, "")
+	e.expect(e.do("GET", "/api/v1/tenants?code=local-function-key", e.admin, nil), http.StatusOK, "")
 
 	// Huge query strings are refused before anything else, even unauthenticated.
 	huge := "/api/v1/usage?month=2026-11&pad=" + strings.Repeat("a", 10_000)

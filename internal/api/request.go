@@ -67,8 +67,13 @@ func (s *Server) admin(h handler) http.HandlerFunc {
 	})
 }
 
-// query parses the query string, allowing only the named parameters, each
-// at most once.
+// functionKeyParam is the query parameter that may carry the Functions
+// host's function key instead of the x-functions-key header; the host
+// forwards it, so every endpoint accepts (and ignores) it.
+const functionKeyParam = "code"
+
+// query parses the query string, allowing only the named parameters (and
+// the function key), each at most once.
 func query(r *http.Request, allowed ...string) (map[string]string, error) {
 	values, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
@@ -76,6 +81,9 @@ func query(r *http.Request, allowed ...string) (map[string]string, error) {
 	}
 	out := make(map[string]string, len(values))
 	for k, v := range values {
+		if k == functionKeyParam {
+			continue
+		}
 		if !slices.Contains(allowed, k) {
 			return nil, newError(http.StatusBadRequest, "unknown_parameter", fmt.Sprintf("unknown query parameter %q; allowed: %s", clip(k), strings.Join(allowed, ", ")))
 		}
