@@ -197,7 +197,7 @@ func TestClient_Refusals(t *testing.T) {
 			if tt.wantUsage != (r.Usage.PromptTokens > 0) {
 				t.Errorf("refusal usage %+v: want usage %v", r.Usage, tt.wantUsage)
 			}
-			if got.Trace.Attempts != 1 || st.Filtered != 1 {
+			if got.Trace.Attempts != 1 || got.Trace.Requests != 1 || st.Filtered != 1 {
 				t.Errorf("%d attempts, %d filtered: a refusal is never retried", got.Trace.Attempts, st.Filtered)
 			}
 		})

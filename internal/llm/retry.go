@@ -54,6 +54,7 @@ func (c *Client) do(ctx context.Context, req request, trace *Trace) error {
 		}
 		switch v {
 		case refused:
+			trace.Requests++ // answered: the answer is the refusal
 			return &refusalSignal{apiErr: apiErr}
 		case rejected:
 			return outcome.Reject("model request rejected", describe(req, err))

@@ -42,8 +42,8 @@ func chatUsage(u openai.CompletionUsage) Usage {
 
 // Trace counts what one call took.
 type Trace struct {
-	// Requests are the requests that got an answer the call used (one per
-	// embeddings batch, one per summary).
+	// Requests are the requests the model answered, a refusal included (one
+	// per embeddings batch, one per summary).
 	Requests int `json:"requests"`
 	// Attempts are all HTTP attempts, Requests included.
 	Attempts int `json:"attempts"`
