@@ -157,3 +157,10 @@ func (x *Index) Resolve(customID string) (IndexEntry, error) {
 	}
 	return e, nil
 }
+
+// Lookup returns the entry of a line of a part, for walking a part's lines
+// in order (e.g. to account for those no output file mentions).
+func (x *Index) Lookup(part, line int) (IndexEntry, bool) {
+	e, ok := x.entries[position{part, line}]
+	return e, ok
+}

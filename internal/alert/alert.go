@@ -1,0 +1,98 @@
+// Package alert raises operational alerts: conditions an operator must act
+// on (a batch job failed or expired, output about to be lost, a job held
+// for hours). An alert is a structured error log event with a stable
+// "alert" field, which log-based alert rules select on, and, when a webhook
+// URL is configured, a JSON POST to it. Delivery to the webhook is best
+// effort and bounded in time: the log line is the record.
+package alert
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Alert is one raised condition. Fields carry ids and numbers, never
+// prompts, answers or credentials.
+type Alert struct {
+	// Name is the stable alert name, e.g. "batch_failed".
+	Name    string         `json:"alert"`
+	Tenant  string         `json:"tenant,omitempty"`
+	Job     string         `json:"job,omitempty"`
+	Message string         `json:"message"`
+	Fields  map[string]any `json:"fields,omitempty"`
+	At      time.Time      `json:"at"`
+}
+
+// Sender logs alerts and posts them to a webhook.
+type Sender struct {
+	webhook string
+	client  *http.Client
+}
+
+// New returns a Sender; webhook may be empty (log only). client nil means
+// a client with a 5-second timeout.
+func New(webhook string, client *http.Client) *Sender {
+	if client == nil {
+		client = &http.Client{Timeout: 5 * time.Second}
+	}
+	return &Sender{webhook: webhook, client: client}
+}
+
+// Raise logs a at error level on the context's logger and posts it to the
+// webhook if there is one.
+func (s *Sender) Raise(ctx context.Context, a Alert) {
+	Log(ctx, a)
+	if s == nil || s.webhook == "" {
+		return
+	}
+	if err := s.post(ctx, a); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Str("alert", a.Name).Msg("alert webhook failed")
+	}
+}
+
+// Log writes the alert's log event only.
+func Log(ctx context.Context, a Alert) {
+	ev := zerolog.Ctx(ctx).Error().Str("alert", a.Name)
+	if a.Tenant != "" {
+		ev = ev.Str("tenant", a.Tenant)
+	}
+	if a.Job != "" {
+		ev = ev.Str("job", a.Job)
+	}
+	if len(a.Fields) > 0 {
+		ev = ev.Fields(a.Fields)
+	}
+	ev.Msg(a.Message)
+}
+
+func (s *Sender) post(ctx context.Context, a Alert) error {
+	if a.At.IsZero() {
+		a.At = time.Now().UTC()
+	}
+	body, err := json.Marshal(a)
+	if err != nil {
+		return fmt.Errorf("encode alert: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.webhook, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("alert webhook request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := s.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("post alert: %w", err)
+	}
+	res.Body.Close()
+	if res.StatusCode >= 300 {
+		return fmt.Errorf("post alert: webhook answered %d", res.StatusCode)
+	}
+	return nil
+}

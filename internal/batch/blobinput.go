@@ -1,0 +1,104 @@
+package batch
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"iter"
+
+	"github.com/offpath/offpath/internal/blobstore"
+)
+
+// maxInputLine bounds one line of a tenant's JSONL input.
+const maxInputLine = 2*MaxPromptBytes + 64<<10
+
+// blobItems streams the items of a tenant's JSONL in the uploads container:
+// one Item object per line, unknown fields refused, blank lines skipped.
+func (s *Service) blobItems(ctx context.Context, name string) iter.Seq2[Item, error] {
+	return func(yield func(Item, error) bool) {
+		info, err := s.o.Blobs.Stat(ctx, s.o.Containers.Uploads, name)
+		if errors.Is(err, blobstore.ErrNotFound) {
+			yield(Item{}, invalid("input_blob_not_found", "input_blob %q does not exist", clip(name)))
+			return
+		}
+		if err != nil {
+			yield(Item{}, err)
+			return
+		}
+		if info.Size > s.o.MaxInputBytes {
+			yield(Item{}, invalid("too_large", "input_blob is %d bytes; at most %d", info.Size, s.o.MaxInputBytes))
+			return
+		}
+		body, _, err := s.o.Blobs.Open(ctx, s.o.Containers.Uploads, name)
+		if err != nil {
+			if errors.Is(err, blobstore.ErrNotFound) {
+				err = invalid("input_blob_not_found", "input_blob %q does not exist", clip(name))
+			}
+			yield(Item{}, err)
+			return
+		}
+		defer body.Close()
+		br := bufio.NewReaderSize(body, 256<<10)
+		var line []byte
+		for n := 1; ; n++ {
+			line, err = readInputLine(br, line[:0])
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if errors.Is(err, errLineTooLong) {
+				yield(Item{}, invalid("invalid_input_line", "input_blob line %d: longer than %d bytes", n, maxInputLine))
+				return
+			}
+			if err != nil {
+				yield(Item{}, err)
+				return
+			}
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			var it Item
+			dec := json.NewDecoder(bytes.NewReader(line))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&it); err != nil || dec.More() {
+				yield(Item{}, invalid("invalid_input_line", "input_blob line %d: not an item object (id, prompt or messages, max_tokens)", n))
+				return
+			}
+			if !yield(it, nil) {
+				return
+			}
+		}
+	}
+}
+
+var errLineTooLong = errors.New("line too long")
+
+// readInputLine appends the next line of br (without its end of line) to
+// buf; io.EOF at the end.
+func readInputLine(br *bufio.Reader, buf []byte) ([]byte, error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(buf)+len(chunk) > maxInputLine+2 {
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = br.ReadSlice('\n')
+			}
+			return buf[:0], errLineTooLong
+		}
+		buf = append(buf, chunk...)
+		switch {
+		case err == nil:
+			return bytes.TrimRight(buf, "\r\n"), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			if len(buf) == 0 {
+				return buf, io.EOF
+			}
+			return bytes.TrimRight(buf, "\r\n"), nil
+		default:
+			return buf, err
+		}
+	}
+}

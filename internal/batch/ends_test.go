@@ -1,0 +1,195 @@
+package batch_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/offpath/offpath/internal/aoaisim"
+	"github.com/offpath/offpath/internal/batch"
+	"github.com/offpath/offpath/internal/batchapi"
+)
+
+// TestEnds covers the ways a job ends other than completing: its window
+// expiring with part of the work done, failing validation, and Azure's
+// enqueued-token quota refusing it in either form (which holds it and
+// resubmits it later). Each ends harvested with the right per-item
+// outcomes, exact usage and the right alerts.
+func TestEnds(t *testing.T) {
+	t.Parallel()
+	slow := func(speed, linesPerMinute float64, window time.Duration) aoaisim.Config {
+		c := simConfig(speed)
+		c.Batch.LinesPerMinute = linesPerMinute
+		c.Batch.CompletionWindow = aoaisim.Duration(window)
+		return c
+	}
+	quota := func(behaviour string) aoaisim.Config {
+		return simConfig(3000, aoaisim.Deployment{Name: batchDep, Model: "gpt-4o-mini", Type: aoaisim.TypeGlobalBatch,
+			EnqueuedTokenQuota: 1200, QuotaBehaviour: behaviour})
+	}
+	tests := []struct {
+		name   string
+		sim    aoaisim.Config
+		jobs   int // jobs of 12 items, submitted together
+		final  batch.State
+		want   map[batch.Outcome]int
+		alerts []string
+		check  func(t *testing.T, e *env, jobs []batch.Job)
+	}{
+		{
+			name:   "expired with partial output",
+			sim:    slow(3000, 5, 3*time.Minute), // 2 min validating, then 5 lines a minute for 1 minute
+			jobs:   1,
+			final:  batch.Expired,
+			want:   map[batch.Outcome]int{batch.OK: -1, batch.ExpiredOutcome: -1, batch.FailedOutcome: 0},
+			alerts: []string{batch.AlertExpired},
+		},
+		{
+			name: "failed at validation",
+			sim: simConfig(3000, aoaisim.Deployment{Name: "another-batch", Model: "gpt-4o-mini", Type: aoaisim.TypeGlobalBatch},
+				aoaisim.Deployment{Name: "chat", Model: "gpt-4o-mini"}),
+			jobs:   1,
+			final:  batch.Failed,
+			want:   map[batch.Outcome]int{batch.FailedOutcome: 12},
+			alerts: []string{batch.AlertFailed},
+			check: func(t *testing.T, e *env, jobs []batch.Job) {
+				for _, l := range e.results(jobs[0]) {
+					if l.Error == nil || l.Error.Code == "" || l.Usage != nil {
+						t.Errorf("result %+v: want the validation error's code and no usage", l)
+					}
+				}
+				if n := e.ledger.records[batch.LedgerUnit(jobs[0].ID, 0)]; n != 0 {
+					t.Errorf("%d ledger records for a job that ran nothing", n)
+				}
+			},
+		},
+		{
+			name:  "token_limit_exceeded at create",
+			sim:   quota(aoaisim.QuotaFailFast),
+			jobs:  2,
+			final: batch.Completed,
+			want:  map[batch.Outcome]int{batch.OK: 12},
+			check: func(t *testing.T, e *env, jobs []batch.Job) {
+				refused := 0
+				for _, j := range jobs {
+					refused += j.Parts[0].Refusals
+				}
+				if refused == 0 {
+					t.Error("no part was refused by the quota; the test does not test it")
+				}
+				if n := len(e.sim.State().Batches); n != 2 {
+					t.Errorf("simulator has %d batches, want 2 (a refused create makes none)", n)
+				}
+			},
+		},
+		{
+			name:  "token_limit_exceeded at validation",
+			sim:   quota(aoaisim.QuotaFailAtValidation),
+			jobs:  2,
+			final: batch.Completed,
+			want:  map[batch.Outcome]int{batch.OK: 12},
+			check: func(t *testing.T, e *env, jobs []batch.Job) {
+				prev := 0
+				for _, j := range jobs {
+					prev += len(j.Parts[0].PreviousBatchIDs)
+				}
+				if prev == 0 {
+					t.Error("no batch failed with token_limit_exceeded; the test does not test it")
+				}
+				if n := len(e.sim.State().Batches); n != 2+prev {
+					t.Errorf("simulator has %d batches, want %d", n, 2+prev)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, envConfig{sim: tt.sim})
+			var ids []string
+			for k := range tt.jobs {
+				ids = append(ids, e.submit([]string{"contoso", "fabrikam"}[k%2], items(12, "it")).ID)
+			}
+			got := e.pollUntil(45*time.Second, harvested, ids...)
+			var jobs []batch.Job
+			for _, id := range ids {
+				j := got[id]
+				jobs = append(jobs, j)
+				if j.Final != tt.final {
+					t.Errorf("job %s final %s, want %s", id, j.Final, tt.final)
+				}
+				e.check(j, tt.want)
+			}
+			for _, a := range tt.alerts {
+				if e.alerts.count(a) != 1 {
+					t.Errorf("alerts %v, want one %s", e.alerts.names(), a)
+				}
+			}
+			if len(tt.alerts) == 0 && len(e.alerts.names()) > 0 {
+				t.Errorf("alerts %v, want none", e.alerts.names())
+			}
+			if tt.check != nil {
+				tt.check(t, e, jobs)
+			}
+		})
+	}
+}
+
+// TestCancel_HalfWay cancels a running job once some of its requests have
+// run: the rest are cancelled, the partial output is harvested and billed.
+func TestCancel_HalfWay(t *testing.T) {
+	t.Parallel()
+	cfg := simConfig(240)
+	cfg.Batch.LinesPerMinute = 10
+	e := newEnv(t, envConfig{sim: cfg})
+	j := e.submit("contoso", items(40, "c"))
+	e.pollUntil(30*time.Second, func(j batch.Job) bool {
+		return j.State == batch.Submitted && j.Parts[0].RequestCounts.Completed >= 3
+	}, j.ID)
+	// Another tenant cannot cancel it, nor see it.
+	if _, err := e.svc.Cancel(e.ctx(), "fabrikam", j.ID); !errors.Is(err, batch.ErrNotFound) {
+		t.Fatalf("Cancel by another tenant = %v, want ErrNotFound", err)
+	}
+	c, err := e.svc.Cancel(e.ctx(), "contoso", j.ID)
+	if err != nil {
+		t.Fatalf("Cancel: %v", err)
+	}
+	if !c.CancelRequested || !c.Parts[0].CancelSent {
+		t.Errorf("after Cancel: requested %v, sent %v", c.CancelRequested, c.Parts[0].CancelSent)
+	}
+	if _, err := e.svc.Cancel(e.ctx(), "contoso", j.ID); err != nil {
+		t.Errorf("second Cancel = %v, want nil", err)
+	}
+	got := e.pollUntil(30*time.Second, harvested, j.ID)[j.ID]
+	if got.Final != batch.Cancelled || got.Parts[0].AzureStatus != batchapi.StatusCancelled {
+		t.Errorf("final %s, azure %s; want cancelled", got.Final, got.Parts[0].AzureStatus)
+	}
+	e.check(got, map[batch.Outcome]int{batch.OK: -1, batch.CancelledOutcome: -1})
+	if got.Usage().CompletionTokens == 0 {
+		t.Error("the partial output was not billed")
+	}
+	if _, err := e.svc.Cancel(e.ctx(), "contoso", j.ID); !errors.Is(err, batch.ErrFinished) {
+		t.Errorf("Cancel of a harvested job = %v, want ErrFinished", err)
+	}
+}
+
+// TestCancel_Held cancels a job before it is submitted: it ends at once,
+// nothing reaches Azure, and every item is cancelled.
+func TestCancel_Held(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envConfig{sim: simConfig(3000)})
+	j := e.submit("contoso", items(5, "h"))
+	c, err := e.svc.Cancel(context.Background(), "contoso", j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.State != batch.Cancelled {
+		t.Errorf("state after cancelling an accepted job = %s, want cancelled", c.State)
+	}
+	got := e.pollUntil(10*time.Second, harvested, j.ID)[j.ID]
+	e.check(got, map[batch.Outcome]int{batch.CancelledOutcome: 5})
+	if st := e.sim.State(); len(st.Batches) != 0 || len(st.Files) != 0 {
+		t.Errorf("simulator has %d batches and %d files, want none", len(st.Batches), len(st.Files))
+	}
+}

@@ -1,0 +1,400 @@
+package batch_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/rs/zerolog"
+
+	"github.com/offpath/offpath/internal/alert"
+	"github.com/offpath/offpath/internal/aoaisim"
+	"github.com/offpath/offpath/internal/azurite"
+	"github.com/offpath/offpath/internal/batch"
+	"github.com/offpath/offpath/internal/batchapi"
+	"github.com/offpath/offpath/internal/blobstore"
+	"github.com/offpath/offpath/internal/catalog"
+	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/tablestore"
+	"github.com/offpath/offpath/internal/tenant"
+)
+
+// One Azurite serves the package's tests; they keep apart by table and
+// container names.
+var shared struct {
+	once sync.Once
+	az   *azurite.Azurite
+	err  error
+	dir  string
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.az != nil {
+		shared.az.Stop()
+		_ = os.RemoveAll(shared.dir)
+	}
+	os.Exit(code)
+}
+
+func sharedAzurite(tb testing.TB) *azurite.Azurite {
+	tb.Helper()
+	shared.once.Do(func() {
+		bin, err := azurite.Binary()
+		if err != nil {
+			shared.err = err
+			return
+		}
+		if shared.dir, err = os.MkdirTemp("", "batch-azurite-"); err != nil {
+			shared.err = err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		shared.az, shared.err = azurite.Launch(ctx, bin, shared.dir, io.Discard)
+	})
+	if shared.err != nil {
+		tb.Fatalf("azurite: %v", shared.err)
+	}
+	return shared.az
+}
+
+var seq atomic.Int64
+
+const batchDep = "gpt-4o-mini-batch"
+
+// alerts records raised alerts.
+type alerts struct {
+	mu  sync.Mutex
+	got []alert.Alert
+}
+
+func (a *alerts) Raise(ctx context.Context, x alert.Alert) {
+	alert.Log(ctx, x)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.got = append(a.got, x)
+}
+
+func (a *alerts) names() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	for _, x := range a.got {
+		out = append(out, x.Name)
+	}
+	return out
+}
+
+func (a *alerts) count(name string) int {
+	n := 0
+	for _, x := range a.names() {
+		if x == name {
+			n++
+		}
+	}
+	return n
+}
+
+// countingLedger counts Record calls per unit, and can fail after writing.
+type countingLedger struct {
+	*tablestore.Ledger
+	mu      sync.Mutex
+	records map[string]int
+	// failAfterWrite makes the next n Records write and then report an
+	// error, as if the process died right after the write.
+	failAfterWrite atomic.Int32
+}
+
+func (l *countingLedger) Record(ctx context.Context, e ledger.Entry) error {
+	if err := l.Ledger.Record(ctx, e); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.records[e.Unit]++
+	l.mu.Unlock()
+	if l.failAfterWrite.Add(-1) >= 0 {
+		return errors.New("crash after the ledger write")
+	}
+	return nil
+}
+
+// env is a batch service on Azurite and an in-process simulator.
+type env struct {
+	t       *testing.T
+	sim     *aoaisim.Server
+	simURL  string
+	azure   *batchapi.Client
+	jobs    *tablestore.Jobs
+	ledger  *countingLedger
+	blobs   *blobstore.Store
+	cont    batch.Containers
+	catalog *catalog.Catalog
+	alerts  *alerts
+	opts    batch.Options
+	svc     *batch.Service
+	tenants map[string]tenant.Tenant
+}
+
+type envConfig struct {
+	sim    aoaisim.Config
+	tweak  func(o *batch.Options)
+	budget int64
+}
+
+func simConfig(speed float64, deps ...aoaisim.Deployment) aoaisim.Config {
+	if len(deps) == 0 {
+		deps = []aoaisim.Deployment{{Name: batchDep, Model: "gpt-4o-mini", ModelVersion: "2024-07-18", Type: aoaisim.TypeGlobalBatch}}
+	}
+	return aoaisim.Config{Deployments: deps, Speed: &speed}
+}
+
+func newEnv(t *testing.T, cfg envConfig) *env {
+	t.Helper()
+	az := sharedAzurite(t)
+	sim, err := aoaisim.New(cfg.sim, zerolog.Nop())
+	if err != nil {
+		t.Fatalf("aoaisim.New: %v", err)
+	}
+	ts := httptest.NewServer(sim)
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { _ = sim.Close() })
+	client, err := batchapi.New(batchapi.Config{Endpoint: ts.URL, APIKey: aoaisim.DefaultKey, AllowLoopbackHTTP: true,
+		MaxRetryWait: time.Second}, nil, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := tablestore.NewServiceClient(tablestore.Connection{ConnectionString: az.ConnectionString()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc, err := azblob.NewClientFromConnectionString(az.ConnectionString(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := fmt.Sprintf("%d%d", time.Now().UnixNano()%1_000_000_000, seq.Add(1))
+	e := &env{t: t, sim: sim, simURL: ts.URL, azure: client, alerts: &alerts{}, tenants: map[string]tenant.Tenant{},
+		jobs:   tablestore.NewJobs(svc, "bjobs"+n, nil),
+		ledger: &countingLedger{Ledger: tablestore.NewLedger(svc, tablestore.LedgerOptions{Table: "bled" + n}), records: map[string]int{}},
+		blobs:  blobstore.New(bc, blobstore.Options{}),
+		cont:   batch.Containers{Inputs: "in" + n, Results: "res" + n, Uploads: "up" + n},
+	}
+	b, err := os.ReadFile("../../models.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.catalog, err = catalog.Parse(b); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"contoso", "fabrikam"} {
+		tn := tenant.New(id, id, time.Now())
+		tn.Aliases, tn.MonthlyTokenBudget = []string{"summarize", "embed"}, cfg.budget
+		e.tenants[id] = tn
+	}
+	e.opts = batch.Options{
+		Jobs: e.jobs, Blobs: e.blobs, Azure: client, Ledger: e.ledger, Budgets: ledger.NewBudgets(e.ledger.Ledger),
+		Catalog: e.catalog, Alerts: e.alerts, Containers: e.cont,
+		PollInterval: time.Nanosecond, LeaseTTL: 3 * time.Second, BackoffBase: 50 * time.Millisecond, BackoffMax: 200 * time.Millisecond,
+	}
+	if cfg.tweak != nil {
+		cfg.tweak(&e.opts)
+	}
+	e.svc = e.service()
+	return e
+}
+
+// service returns a new Service on the same stores: a fresh process.
+func (e *env) service() *batch.Service {
+	e.t.Helper()
+	s, err := batch.New(e.opts)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return s
+}
+
+func (e *env) ctx() context.Context {
+	logger := zerolog.New(zerolog.NewTestWriter(e.t)).Level(zerolog.WarnLevel)
+	ctx, cancel := context.WithTimeout(logger.WithContext(context.Background()), 2*time.Minute)
+	e.t.Cleanup(cancel)
+	return ctx
+}
+
+// submit submits n items for the tenant.
+func (e *env) submit(tenantID string, items []batch.Item, mod ...func(r *batch.Request)) batch.Job {
+	e.t.Helper()
+	r := batch.Request{Alias: "summarize", SystemPrompt: "Summarise the ticket.", MaxTokens: 32, Items: items}
+	for _, m := range mod {
+		m(&r)
+	}
+	j, _, err := e.svc.Submit(e.ctx(), e.tenants[tenantID], r)
+	if err != nil {
+		e.t.Fatalf("Submit: %v", err)
+	}
+	return j
+}
+
+func items(n int, prefix string) []batch.Item {
+	out := make([]batch.Item, n)
+	for i := range out {
+		out[i] = batch.Item{ID: fmt.Sprintf("%s-%03d", prefix, i), Prompt: fmt.Sprintf("Ticket %d: the printer on floor %d is on fire again.", i, i%7)}
+	}
+	return out
+}
+
+// pollUntil runs poll ticks until every job satisfies cond.
+func (e *env) pollUntil(timeout time.Duration, cond func(j batch.Job) bool, ids ...string) map[string]batch.Job {
+	e.t.Helper()
+	ctx := e.ctx()
+	deadline := time.Now().Add(timeout)
+	for {
+		if _, err := e.svc.Poll(ctx); err != nil {
+			e.t.Fatalf("Poll: %v", err)
+		}
+		got := map[string]batch.Job{}
+		all := true
+		for _, id := range ids {
+			j := e.get(id)
+			got[id] = j
+			all = all && cond(j)
+		}
+		if all {
+			return got
+		}
+		if time.Now().After(deadline) {
+			for id, j := range got {
+				e.t.Logf("job %s: state %s parts %+v", id, j.State, j.Parts)
+			}
+			e.t.Fatalf("jobs not there after %v", timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func harvested(j batch.Job) bool { return j.State == batch.Harvested }
+
+// get reads a job whatever its tenant.
+func (e *env) get(id string) batch.Job {
+	e.t.Helper()
+	for tn := range e.tenants {
+		j, err := e.jobs.Get(context.Background(), tn, id)
+		if err == nil {
+			return j
+		}
+		if !errors.Is(err, batch.ErrNotFound) {
+			e.t.Fatal(err)
+		}
+	}
+	e.t.Fatalf("no job %s", id)
+	return batch.Job{}
+}
+
+// results reads a job's results file.
+func (e *env) results(j batch.Job) []batch.ResultLine {
+	e.t.Helper()
+	r, _, _, err := e.svc.Results(context.Background(), j.Tenant, j.ID)
+	if err != nil {
+		e.t.Fatalf("Results: %v", err)
+	}
+	defer r.Close()
+	var out []batch.ResultLine
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var l batch.ResultLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			e.t.Fatalf("result line %q: %v", sc.Text(), err)
+		}
+		out = append(out, l)
+	}
+	if err := sc.Err(); err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
+// check verifies what every harvested job must satisfy: conservation, one
+// result per item, usage in the ledger equal to the sum of the results'
+// usage, and counts equal to the outcomes in the results.
+func (e *env) check(j batch.Job, want map[batch.Outcome]int) []batch.ResultLine {
+	e.t.Helper()
+	if j.State != batch.Harvested {
+		e.t.Fatalf("job %s is %s, want harvested", j.ID, j.State)
+	}
+	c := j.Counts()
+	if c.Total() != int64(j.Items) {
+		e.t.Errorf("conservation: %d items, counts %+v sum to %d", j.Items, c, c.Total())
+	}
+	res := e.results(j)
+	if len(res) != j.Items {
+		e.t.Errorf("%d result lines, want %d", len(res), j.Items)
+	}
+	ids := map[string]bool{}
+	got := map[batch.Outcome]int{}
+	var prompt, completion int64
+	for _, l := range res {
+		if ids[l.ItemID] {
+			e.t.Errorf("item %q has two results", l.ItemID)
+		}
+		ids[l.ItemID] = true
+		got[l.Outcome]++
+		if l.Usage != nil {
+			prompt += l.Usage.PromptTokens
+			completion += l.Usage.CompletionTokens
+		}
+	}
+	wantCounts := batch.Counts{OK: int64(got[batch.OK]), Refused: int64(got[batch.Refused]), Failed: int64(got[batch.FailedOutcome]),
+		Expired: int64(got[batch.ExpiredOutcome]), Cancelled: int64(got[batch.CancelledOutcome])}
+	if c != wantCounts {
+		e.t.Errorf("job counts %+v, results say %+v", c, wantCounts)
+	}
+	for o, n := range want {
+		if n >= 0 && got[o] != n {
+			e.t.Errorf("%d results %s, want %d (all: %v)", got[o], o, n, got)
+		}
+		if n < 0 && got[o] == 0 {
+			e.t.Errorf("no results %s, want some (all: %v)", o, got)
+		}
+	}
+	u := j.Usage()
+	if u.PromptTokens != prompt || u.CompletionTokens != completion {
+		e.t.Errorf("job usage %d/%d, results %d/%d", u.PromptTokens, u.CompletionTokens, prompt, completion)
+	}
+	tot, err := e.ledger.Totals(context.Background(), j.Tenant, j.Month())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	_ = tot
+	entries, err := e.ledger.Month(context.Background(), j.Tenant, j.Month())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var lp, lc int64
+	for _, en := range entries {
+		if strings.HasPrefix(en.Unit, "batch:"+j.ID+"/") {
+			lp += en.PromptTokens
+			lc += en.CompletionTokens
+			if en.Alias != j.Alias || en.Path != ledger.Batch || en.Deployment != batchDep {
+				e.t.Errorf("ledger entry %+v: wrong alias, path or deployment", en)
+			}
+		}
+	}
+	if lp != prompt || lc != completion {
+		e.t.Errorf("ledger has %d/%d tokens for job %s, results %d/%d", lp, lc, j.ID, prompt, completion)
+	}
+	return res
+}
+
+// azureLeft counts the simulator's files still there.
+func (e *env) azureFiles() int { return len(e.sim.State().Files) }

@@ -1,0 +1,275 @@
+package batch
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/offpath/offpath/internal/batchapi"
+	"github.com/offpath/offpath/internal/batchfile"
+	"github.com/offpath/offpath/internal/blobstore"
+	"github.com/offpath/offpath/internal/catalog"
+	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/tenant"
+)
+
+// Errors of the stores, and of the service's callers.
+var (
+	// ErrNotFound: no such job (for this tenant).
+	ErrNotFound = errors.New("job not found")
+	// ErrConflict: the job changed since it was read (ETag).
+	ErrConflict = errors.New("job changed concurrently")
+	// ErrDuplicate: the tenant's idempotency key belongs to a job already.
+	ErrDuplicate = errors.New("idempotency key in use")
+)
+
+// DuplicateError names the job that holds an idempotency key.
+type DuplicateError struct {
+	JobID       string
+	Fingerprint string
+}
+
+func (e *DuplicateError) Error() string { return "idempotency key in use by job " + e.JobID }
+
+// Is makes errors.Is(err, ErrDuplicate) hold.
+func (e *DuplicateError) Is(target error) bool { return target == ErrDuplicate }
+
+// ActiveRef points at a job the poller must look at.
+type ActiveRef struct {
+	Tenant string
+	ID     string
+	Since  time.Time
+}
+
+// JobStore keeps jobs (package tablestore's Jobs).
+type JobStore interface {
+	// Create stores a new job and, if job.IdempotencyKey is set, the key
+	// with fingerprint, atomically; a taken key is a *DuplicateError.
+	Create(ctx context.Context, job Job, fingerprint string) (Job, error)
+	// Get returns the job with its ETag, or ErrNotFound.
+	Get(ctx context.Context, tenantID, id string) (Job, error)
+	// Update replaces the job if its ETag still matches (else ErrConflict)
+	// and returns it with the new ETag.
+	Update(ctx context.Context, job Job) (Job, error)
+	// List returns up to limit of the tenant's jobs, newest first, after
+	// the job id after (""), in state (""=all).
+	List(ctx context.Context, tenantID string, state State, after string, limit int) ([]Job, error)
+	// FindKey returns the job holding an idempotency key, or ErrNotFound.
+	FindKey(ctx context.Context, tenantID, key string) (jobID, fingerprint string, err error)
+	// MarkActive, Unmark and ListActive keep the poller's index of jobs
+	// with work left.
+	MarkActive(ctx context.Context, tenantID, id string) error
+	Unmark(ctx context.Context, id string) error
+	ListActive(ctx context.Context) ([]ActiveRef, error)
+}
+
+// Blobs is platform storage (package blobstore's Store).
+type Blobs interface {
+	Create(ctx context.Context, container, name string, metadata map[string]string) (*blobstore.Writer, error)
+	Open(ctx context.Context, container, name string) (io.ReadCloser, blobstore.Info, error)
+	Stat(ctx context.Context, container, name string) (blobstore.Info, error)
+	Delete(ctx context.Context, container, name string) error
+	DeletePrefix(ctx context.Context, container, prefix string) error
+}
+
+// Azure is the resource's Files and Batches API (package batchapi's Client).
+type Azure interface {
+	UploadFile(ctx context.Context, filename string, body io.Reader, size int64) (batchapi.File, error)
+	AwaitFile(ctx context.Context, id string, interval time.Duration) (batchapi.File, error)
+	CreateBatch(ctx context.Context, s batchapi.Submission) (batchapi.Created, error)
+	GetBatch(ctx context.Context, id string) (batchapi.Batch, error)
+	CancelBatch(ctx context.Context, id string) (batchapi.Batch, error)
+	OpenFileContent(ctx context.Context, id string) (io.ReadCloser, error)
+	DeleteFile(ctx context.Context, id string) error
+}
+
+// Ledger records usage (package tablestore's Ledger).
+type Ledger interface {
+	Record(ctx context.Context, e ledger.Entry) error
+}
+
+// Budgets checks a tenant's monthly budget (package ledger's Budgets).
+type Budgets interface {
+	Check(ctx context.Context, t tenant.Tenant, m ledger.Month, additional int64) error
+}
+
+// Containers name the blob containers the service uses.
+type Containers struct {
+	// Inputs holds each part's JSONL and index: {tenant}/{job}/part-N.*.
+	Inputs string
+	// Results holds copies of Azure's output and error files and the
+	// per-item results: {tenant}/{job}/part-N.*.
+	Results string
+	// Uploads is where tenants place large corpora, each under its own
+	// {tenant}/ prefix.
+	Uploads string
+}
+
+// Default names and limits.
+const (
+	DefaultInputsContainer  = "batch-inputs"
+	DefaultResultsContainer = "batch-results"
+	DefaultUploadsContainer = "batch-uploads"
+
+	DefaultPollInterval     = time.Minute // Azure: poll no more often
+	DefaultLeaseTTL         = 10 * time.Minute
+	DefaultConcurrency      = 16
+	DefaultAdmitConcurrency = 4
+	DefaultMaxAdmitPerTick  = 100
+	DefaultBackoffBase      = 30 * time.Second
+	DefaultBackoffMax       = 30 * time.Minute
+	DefaultAgeLimit         = 2 * time.Hour
+	DefaultHeldAlert        = 6 * time.Hour
+	DefaultOverdueMargin    = 2 * time.Hour
+	DefaultCompletionWindow = 24 * time.Hour
+	DefaultExpiryWarning    = 3 * 24 * time.Hour
+	DefaultRealert          = 6 * time.Hour
+	DefaultMaxItems         = 1_000_000
+	DefaultMaxParts         = 60
+	DefaultMaxInputBytes    = 4 << 30
+	DefaultCompletionTokens = 1024
+)
+
+// Options are the Service's dependencies and settings. Zero settings take
+// the defaults above.
+type Options struct {
+	Jobs    JobStore
+	Blobs   Blobs
+	Azure   Azure
+	Ledger  Ledger
+	Budgets Budgets
+	Catalog *catalog.Catalog
+	Alerts  Alerter
+	// Logger is for work outside an invocation; invocations log through
+	// zerolog.Ctx.
+	Logger     zerolog.Logger
+	Containers Containers
+	// Quota is the enqueued-token limit per deployment, as configured;
+	// Azure's reported limit, when lower, wins. A deployment without one is
+	// limited only by Azure's refusals.
+	Quota map[string]int64
+	// PollInterval is the least time between two polls of one Azure batch.
+	PollInterval time.Duration
+	// LeaseTTL is how long a poller's claim on a job lasts; a crashed
+	// poller's work is taken over after it. Keep it above the invocation
+	// timeout.
+	LeaseTTL time.Duration
+	// Concurrency bounds the jobs one poll tick works on at once;
+	// AdmitConcurrency the uploads and creates.
+	Concurrency      int
+	AdmitConcurrency int
+	// MaxAdmitPerTick bounds the parts one tick submits.
+	MaxAdmitPerTick int
+	// BackoffBase and BackoffMax shape the wait after Azure refuses a part:
+	// base × 2^(refusals−1), at most max, with jitter.
+	BackoffBase, BackoffMax time.Duration
+	// AgeLimit: a part held longer than this reserves its deployment's
+	// freed capacity; nothing else is admitted there until it fits.
+	AgeLimit time.Duration
+	// HeldAlert raises held_too_long; OverdueMargin is added to the
+	// completion window before batch_overdue; ExpiryWarning is how early
+	// before Azure deletes unharvested output output_expiring_unharvested
+	// is raised; Realert is the least time between two alerts of one kind
+	// for one job.
+	HeldAlert, OverdueMargin, ExpiryWarning, Realert time.Duration
+	// CompletionWindow is Azure's (24 h).
+	CompletionWindow time.Duration
+	// OutputExpiry is the output_expires_after the batches are created with
+	// (batchapi.Config.OutputExpiry).
+	OutputExpiry time.Duration
+	// PartLimits split inputs into parts (default Azure's limits, lowered
+	// so that a part fits its deployment's quota).
+	PartLimits batchfile.Limits
+	// MaxItems, MaxParts and MaxInputBytes bound one job.
+	MaxItems      int
+	MaxParts      int
+	MaxInputBytes int64
+	// CompletionTokens is the completion allowance per item, for the budget
+	// estimate, when an item sets no max_tokens.
+	CompletionTokens int
+	// Now is the clock; Rand makes job ids.
+	Now  func() time.Time
+	Rand io.Reader
+}
+
+// Service runs offpath's batch jobs: submission, reading, cancelling and
+// the poll tick. It keeps no state between calls: everything lives in the
+// stores, so any instance can serve any call and a restart loses nothing.
+type Service struct {
+	o Options
+}
+
+// New checks the dependencies and returns the service.
+func New(o Options) (*Service, error) {
+	var errs []error
+	if o.Jobs == nil || o.Blobs == nil || o.Azure == nil || o.Ledger == nil || o.Budgets == nil {
+		errs = append(errs, errors.New("jobs, blobs, azure, ledger and budgets are required"))
+	}
+	if o.Catalog == nil {
+		errs = append(errs, errors.New("catalog is required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("batch service: %w", err)
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	defInt := func(d *int, v int) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	if o.Alerts == nil {
+		o.Alerts = LogAlerter{}
+	}
+	if o.Containers.Inputs == "" {
+		o.Containers.Inputs = DefaultInputsContainer
+	}
+	if o.Containers.Results == "" {
+		o.Containers.Results = DefaultResultsContainer
+	}
+	if o.Containers.Uploads == "" {
+		o.Containers.Uploads = DefaultUploadsContainer
+	}
+	if o.PollInterval < 0 {
+		o.PollInterval = 0
+	} else if o.PollInterval == 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	def(&o.LeaseTTL, DefaultLeaseTTL)
+	defInt(&o.Concurrency, DefaultConcurrency)
+	defInt(&o.AdmitConcurrency, DefaultAdmitConcurrency)
+	defInt(&o.MaxAdmitPerTick, DefaultMaxAdmitPerTick)
+	def(&o.BackoffBase, DefaultBackoffBase)
+	def(&o.BackoffMax, DefaultBackoffMax)
+	def(&o.AgeLimit, DefaultAgeLimit)
+	def(&o.HeldAlert, DefaultHeldAlert)
+	def(&o.OverdueMargin, DefaultOverdueMargin)
+	def(&o.ExpiryWarning, DefaultExpiryWarning)
+	def(&o.Realert, DefaultRealert)
+	def(&o.CompletionWindow, DefaultCompletionWindow)
+	def(&o.OutputExpiry, batchapi.DefaultOutputExpiry)
+	defInt(&o.MaxItems, DefaultMaxItems)
+	defInt(&o.MaxParts, DefaultMaxParts)
+	defInt(&o.CompletionTokens, DefaultCompletionTokens)
+	if o.MaxInputBytes <= 0 {
+		o.MaxInputBytes = DefaultMaxInputBytes
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Rand == nil {
+		o.Rand = rand.Reader
+	}
+	return &Service{o: o}, nil
+}
+
+// now is the service's clock in UTC.
+func (s *Service) now() time.Time { return s.o.Now().UTC() }

@@ -1,0 +1,265 @@
+package batch
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"strconv"
+
+	"github.com/rs/zerolog"
+
+	"github.com/offpath/offpath/internal/batchfile"
+	"github.com/offpath/offpath/internal/tenant"
+)
+
+// ErrKeyReused: an idempotency key was sent again with a different request.
+var ErrKeyReused = errors.New("idempotency key reused for a different request")
+
+// Submit checks r for the tenant t, writes the job's input parts and their
+// indexes to platform storage, checks the tenant's budget against the
+// job's estimate, and records the job as accepted; the poll tick admits it.
+// A request refused at any step leaves nothing behind. The same
+// idempotency key returns the job it made first, with replayed true.
+func (s *Service) Submit(ctx context.Context, t tenant.Tenant, r Request) (job Job, replayed bool, err error) {
+	if err := checkRequest(&r); err != nil {
+		return Job{}, false, err
+	}
+	if !t.Allows(r.Alias) {
+		return Job{}, false, fmt.Errorf("%w: %q", ErrAliasNotAllowed, clip(r.Alias))
+	}
+	alias, ok := s.o.Catalog.Alias(r.Alias)
+	if !ok {
+		return Job{}, false, fmt.Errorf("%w: %q", ErrAliasNotAllowed, clip(r.Alias))
+	}
+	if len(alias.Batch) == 0 {
+		return Job{}, false, invalid("alias_not_batch", "alias %q has no Global Batch deployment", r.Alias)
+	}
+	if r.InputBlob != "" {
+		if err := checkInputBlob(t.ID, r.InputBlob); err != nil {
+			return Job{}, false, err
+		}
+	}
+	if r.IdempotencyKey != "" {
+		if j, err := s.replay(ctx, t.ID, &r, ""); !errors.Is(err, ErrNotFound) {
+			return j, err == nil, err
+		}
+	}
+
+	now := s.now()
+	id, err := NewJobID(now, s.o.Rand)
+	if err != nil {
+		return Job{}, false, err
+	}
+	job = Job{ID: id, Tenant: t.ID, Alias: r.Alias, Created: now, Updated: now, Source: "inline",
+		Metadata: r.Metadata, IdempotencyKey: r.IdempotencyKey}
+	if r.InputBlob != "" {
+		job.Source = r.InputBlob
+	}
+	log := zerolog.Ctx(ctx).With().Str("job", id).Str("tenant", t.ID).Logger()
+	discard := func() {
+		if err := s.o.Blobs.DeletePrefix(context.WithoutCancel(ctx), s.o.Containers.Inputs, inputPrefix(&job)); err != nil {
+			log.Warn().Err(err).Msg("refused job's input not deleted")
+		}
+	}
+	completion, err := s.writeInput(ctx, &job, &r, alias.Batch[0].Name)
+	if err != nil {
+		discard()
+		return Job{}, false, err
+	}
+	for i := range job.Parts {
+		job.EstimatedTokens += job.Parts[i].EstimatedTokens
+	}
+	job.EstimatedTokens += completion
+	if err := s.o.Budgets.Check(ctx, t, job.Month(), job.EstimatedTokens); err != nil {
+		discard()
+		return Job{}, false, fmt.Errorf("job of %d items, %d estimated tokens: %w", job.Items, job.EstimatedTokens, err)
+	}
+	job.derive()
+
+	// The poller's index first: a job recorded without it would never be
+	// polled, an index entry without a job is cleaned up by the poller.
+	if err := s.o.Jobs.MarkActive(ctx, t.ID, id); err != nil {
+		discard()
+		return Job{}, false, err
+	}
+	stored, err := s.o.Jobs.Create(ctx, job, r.Fingerprint)
+	if err != nil {
+		if uerr := s.o.Jobs.Unmark(context.WithoutCancel(ctx), id); uerr != nil {
+			log.Warn().Err(uerr).Msg("index entry of an unrecorded job left for the poller")
+		}
+		discard()
+		var dup *DuplicateError
+		if errors.As(err, &dup) {
+			j, err := s.replay(ctx, t.ID, &r, dup.JobID)
+			return j, err == nil, err
+		}
+		return Job{}, false, err
+	}
+	log.Info().Str("alias", job.Alias).Int("items", job.Items).Int("parts", len(job.Parts)).
+		Int64("estimated_tokens", job.EstimatedTokens).Msg("batch job accepted")
+	return stored, false, nil
+}
+
+// replay returns the job an idempotency key made (looked up unless id is
+// given), refusing a key reused for a different request.
+func (s *Service) replay(ctx context.Context, tenantID string, r *Request, id string) (Job, error) {
+	gotID, fp, err := s.o.Jobs.FindKey(ctx, tenantID, r.IdempotencyKey)
+	if err != nil {
+		if id == "" || !errors.Is(err, ErrNotFound) {
+			return Job{}, err
+		}
+		gotID = id
+	}
+	if fp != "" && r.Fingerprint != "" && fp != r.Fingerprint {
+		return Job{}, fmt.Errorf("%w: job %s", ErrKeyReused, gotID)
+	}
+	return s.o.Jobs.Get(ctx, tenantID, gotID)
+}
+
+func inputPrefix(j *Job) string { return j.Tenant + "/" + j.ID + "/" }
+
+// writeInput streams the items into parts in the inputs container and
+// fills job.Parts and job.Items. It returns the completion-token allowance
+// of the items.
+func (s *Service) writeInput(ctx context.Context, job *Job, r *Request, deployment string) (int64, error) {
+	var cur [2]interface {
+		io.Writer
+		Close() error
+		Abort(error)
+	}
+	closeCur := func() error {
+		var errs []error
+		for i, w := range cur {
+			if w != nil {
+				errs = append(errs, w.Close())
+				cur[i] = nil
+			}
+		}
+		return errors.Join(errs...)
+	}
+	defer func() {
+		for _, w := range cur {
+			if w != nil {
+				w.Abort(errors.New("input not written"))
+			}
+		}
+	}()
+	open := func(n int) (io.Writer, io.Writer, error) {
+		if n >= s.o.MaxParts {
+			return nil, nil, invalid("too_large", "the input needs more than %d parts", s.o.MaxParts)
+		}
+		if err := closeCur(); err != nil {
+			return nil, nil, err
+		}
+		in, err := s.o.Blobs.Create(ctx, s.o.Containers.Inputs, partBlob(job, n, "input.jsonl"), nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		cur[0] = in
+		idx, err := s.o.Blobs.Create(ctx, s.o.Containers.Inputs, partBlob(job, n, "index.jsonl"), nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		cur[1] = idx
+		return in, idx, nil
+	}
+	w, err := batchfile.NewWriter(batchfile.WriterConfig{Job: job.ID, Deployment: deployment, Limits: s.partLimits(deployment)}, open)
+	if err != nil {
+		return 0, fmt.Errorf("input writer: %w", err)
+	}
+	seen := make(map[[16]byte]struct{}, len(r.Items))
+	var completion int64
+	n := 0
+	for it, err := range s.items(ctx, job.Tenant, r) {
+		if err != nil {
+			return 0, err
+		}
+		n++
+		if n > s.o.MaxItems {
+			return 0, invalid("too_many_items", "at most %d items per job", s.o.MaxItems)
+		}
+		if err := checkItem(&it, n); err != nil {
+			return 0, err
+		}
+		k := itemKey(it.ID)
+		if _, dup := seen[k]; dup {
+			return 0, invalid("duplicate_item_id", "items[%d]: id %q appears twice", n-1, clip(it.ID))
+		}
+		seen[k] = struct{}{}
+		li := r.lineItem(job.Tenant, &it)
+		if _, err := w.Add(li); err != nil {
+			if errors.Is(err, batchfile.ErrInvalidItem) {
+				return 0, invalid("invalid_item", "items[%d] (id %q): %v", n-1, clip(it.ID), err)
+			}
+			var ie *InvalidError
+			if errors.As(err, &ie) {
+				return 0, ie
+			}
+			return 0, fmt.Errorf("write input: %w", err)
+		}
+		if li.MaxTokens > 0 {
+			completion += int64(li.MaxTokens)
+		} else {
+			completion += int64(s.o.CompletionTokens)
+		}
+	}
+	if n == 0 {
+		return 0, invalid("no_items", "the input has no items")
+	}
+	parts, err := w.Close()
+	if err != nil {
+		return 0, fmt.Errorf("write input: %w", err)
+	}
+	if err := closeCur(); err != nil {
+		return 0, fmt.Errorf("store input: %w", err)
+	}
+	job.Items = n
+	job.Parts = make([]Part, len(parts))
+	for i, p := range parts {
+		job.Parts[i] = Part{Index: p.Index, Deployment: deployment, Lines: p.Lines, Bytes: p.Bytes,
+			EstimatedTokens: p.EstimatedTokens, Status: PartPending,
+			InputBlob: partBlob(job, p.Index, "input.jsonl"), IndexBlob: partBlob(job, p.Index, "index.jsonl")}
+	}
+	return completion, nil
+}
+
+// partLimits are the part limits for a deployment: the configured ones,
+// lowered so that one part's estimate fits the deployment's quota.
+func (s *Service) partLimits(deployment string) batchfile.Limits {
+	l := s.o.PartLimits
+	if l.MaxBytes == 0 {
+		l.MaxBytes = batchfile.DefaultMaxBytes
+	}
+	if q := s.o.Quota[deployment]; q > 0 && q*4 < l.MaxBytes {
+		l.MaxBytes = q * 4
+	}
+	return l
+}
+
+func partBlob(j *Job, n int, kind string) string {
+	return j.Tenant + "/" + j.ID + "/part-" + strconv.Itoa(n) + "." + kind
+}
+
+func itemKey(id string) [16]byte {
+	sum := sha256.Sum256([]byte(id))
+	var k [16]byte
+	copy(k[:], sum[:16])
+	return k
+}
+
+// items yields the request's items: inline, or read from the input blob.
+func (s *Service) items(ctx context.Context, tenantID string, r *Request) iter.Seq2[Item, error] {
+	if r.InputBlob == "" {
+		return func(yield func(Item, error) bool) {
+			for _, it := range r.Items {
+				if !yield(it, nil) {
+					return
+				}
+			}
+		}
+	}
+	return s.blobItems(ctx, r.InputBlob)
+}

@@ -1,0 +1,207 @@
+package blobstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"sync"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+)
+
+// Errors callers test with errors.Is.
+var (
+	// ErrNotFound: no such blob (or container).
+	ErrNotFound = errors.New("blob not found")
+	// ErrConflict: a condition on the blob did not hold.
+	ErrConflict = errors.New("blob condition failed")
+)
+
+// Defaults of Options.
+const (
+	DefaultBlockSize   = 4 << 20
+	DefaultConcurrency = 2
+)
+
+// Options tune a Store. Zero values take the defaults.
+type Options struct {
+	// BlockSize is the size of one staged block, and of each of a writer's
+	// buffers. Default 4 MiB.
+	BlockSize int64
+	// Concurrency is how many blocks one writer uploads at once; memory per
+	// writer is BlockSize × Concurrency. Default 2.
+	Concurrency int
+}
+
+// Store reads and writes blobs in the containers of one storage account.
+// It is safe for concurrent use.
+type Store struct {
+	client *azblob.Client
+	opts   Options
+	mu     sync.Mutex
+	ready  map[string]bool // containers known to exist
+}
+
+// New returns a Store over client. It does no I/O: containers are created
+// on first write.
+func New(client *azblob.Client, o Options) *Store {
+	if o.BlockSize <= 0 {
+		o.BlockSize = DefaultBlockSize
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	return &Store{client: client, opts: o, ready: map[string]bool{}}
+}
+
+func (s *Store) blob(containerName, name string) *blockblob.Client {
+	return s.client.ServiceClient().NewContainerClient(containerName).NewBlockBlobClient(name)
+}
+
+// ensure creates the container once per Store.
+func (s *Store) ensure(ctx context.Context, containerName string) error {
+	s.mu.Lock()
+	ok := s.ready[containerName]
+	s.mu.Unlock()
+	if ok {
+		return nil
+	}
+	_, err := s.client.CreateContainer(ctx, containerName, nil)
+	if err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
+		return fmt.Errorf("create container %s: %w", containerName, err)
+	}
+	s.mu.Lock()
+	s.ready[containerName] = true
+	s.mu.Unlock()
+	return nil
+}
+
+// Info describes a stored blob.
+type Info struct {
+	Size     int64
+	ETag     string
+	Metadata map[string]string
+}
+
+// Stat returns a blob's size, ETag and metadata.
+func (s *Store) Stat(ctx context.Context, containerName, name string) (Info, error) {
+	p, err := s.blob(containerName, name).GetProperties(ctx, nil)
+	if err != nil {
+		return Info{}, fmt.Errorf("stat blob %s/%s: %w", containerName, name, translate(err))
+	}
+	info := Info{Metadata: map[string]string{}}
+	if p.ContentLength != nil {
+		info.Size = *p.ContentLength
+	}
+	if p.ETag != nil {
+		info.ETag = string(*p.ETag)
+	}
+	for k, v := range p.Metadata {
+		if v != nil {
+			info.Metadata[k] = *v
+		}
+	}
+	return info, nil
+}
+
+// Open streams a blob. The caller reads it and closes it. Transient
+// failures mid-stream are retried from where they stopped by the SDK's
+// retry reader.
+func (s *Store) Open(ctx context.Context, containerName, name string) (io.ReadCloser, Info, error) {
+	res, err := s.blob(containerName, name).DownloadStream(ctx, nil)
+	if err != nil {
+		return nil, Info{}, fmt.Errorf("open blob %s/%s: %w", containerName, name, translate(err))
+	}
+	info := Info{Metadata: map[string]string{}}
+	if res.ContentLength != nil {
+		info.Size = *res.ContentLength
+	}
+	if res.ETag != nil {
+		info.ETag = string(*res.ETag)
+	}
+	for k, v := range res.Metadata {
+		if v != nil {
+			info.Metadata[k] = *v
+		}
+	}
+	body := res.NewRetryReader(ctx, &blob.RetryReaderOptions{MaxRetries: 3})
+	return body, info, nil
+}
+
+// Delete removes a blob; a blob that is already gone is not an error.
+func (s *Store) Delete(ctx context.Context, containerName, name string) error {
+	_, err := s.blob(containerName, name).Delete(ctx, nil)
+	if err != nil && !errors.Is(translate(err), ErrNotFound) {
+		return fmt.Errorf("delete blob %s/%s: %w", containerName, name, err)
+	}
+	return nil
+}
+
+// List returns the names of the blobs under prefix, in name order.
+func (s *Store) List(ctx context.Context, containerName, prefix string) ([]string, error) {
+	pager := s.client.NewListBlobsFlatPager(containerName, &azblob.ListBlobsFlatOptions{Prefix: &prefix})
+	var out []string
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			if errors.Is(translate(err), ErrNotFound) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("list blobs %s/%s: %w", containerName, prefix, err)
+		}
+		for _, b := range page.Segment.BlobItems {
+			if b.Name != nil {
+				out = append(out, *b.Name)
+			}
+		}
+	}
+	return out, nil
+}
+
+// DeletePrefix removes every blob under prefix.
+func (s *Store) DeletePrefix(ctx context.Context, containerName, prefix string) error {
+	names, err := s.List(ctx, containerName, prefix)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, n := range names {
+		if err := s.Delete(ctx, containerName, n); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SetMetadata replaces a blob's metadata.
+func (s *Store) SetMetadata(ctx context.Context, containerName, name string, md map[string]string) error {
+	m := make(map[string]*string, len(md))
+	for k, v := range maps.All(md) {
+		m[k] = &v
+	}
+	if _, err := s.blob(containerName, name).SetMetadata(ctx, m, nil); err != nil {
+		return fmt.Errorf("set metadata of %s/%s: %w", containerName, name, translate(err))
+	}
+	return nil
+}
+
+// translate maps SDK errors to this package's sentinels.
+func translate(err error) error {
+	var re *azcore.ResponseError
+	switch {
+	case bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound):
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	case errors.As(err, &re) && re.StatusCode == http.StatusNotFound:
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	case errors.As(err, &re) && (re.StatusCode == http.StatusPreconditionFailed || re.StatusCode == http.StatusConflict):
+		return fmt.Errorf("%w: %w", ErrConflict, err)
+	}
+	return err
+}
