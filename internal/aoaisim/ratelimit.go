@@ -132,7 +132,10 @@ func setRateHeaders(h http.Header, d decision) {
 func errRateLimited(h http.Header, operation, apiVersion string, d decision) *apiError {
 	secs := int64((d.retryAfter + time.Second - 1) / time.Second)
 	h.Set("retry-after", strconv.FormatInt(secs, 10))
-	h.Set("retry-after-ms", strconv.FormatInt(d.retryAfter.Milliseconds(), 10))
+	// Rounded up: the window frees at the exact moment, so a client waiting
+	// exactly the advertised milliseconds must not arrive early.
+	ms := int64((d.retryAfter + time.Millisecond - 1) / time.Millisecond)
+	h.Set("retry-after-ms", strconv.FormatInt(ms, 10))
 	kind := "call rate limit"
 	if d.tokenLimited {
 		kind = "token rate limit"
