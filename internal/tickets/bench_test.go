@@ -35,9 +35,9 @@ const (
 // BenchmarkCollect compares collecting a night of 50,000 tickets with the
 // least any reader of the same blobs must do: list them and download them
 // (sequentially, and with the collector's concurrency). The collect
-// sub-benchmark reports its time relative to both ("x-plain-seq",
-// "x-plain-par") and the process's peak RSS while it runs, and fails if that
-// is 100 MB or more. Run it with `make bench` or
+// sub-benchmark reports its time relative to the fastest of each
+// ("x-plain-seq", "x-plain-par") and the process's peak RSS while it runs,
+// and fails if that is 100 MB or more. Run it with `make bench` or
 //
 //	go test -run '^$' -bench Collect -benchtime 3x ./internal/tickets/
 func BenchmarkCollect(b *testing.B) {
@@ -53,7 +53,9 @@ func BenchmarkCollect(b *testing.B) {
 				size = download(b, c, workers)
 			}
 			b.SetBytes(size)
-			plain[i] = b.Elapsed() / time.Duration(b.N)
+			if d := b.Elapsed() / time.Duration(b.N); plain[i] == 0 || d < plain[i] {
+				plain[i] = d // -count repeats each sub-benchmark in turn: keep the fastest
+			}
 		})
 	}
 	b.Run("collect", func(b *testing.B) {
