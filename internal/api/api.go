@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/auth"
+	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/tenant"
@@ -76,6 +77,19 @@ type Options struct {
 	MaxBody int64
 	// MaxQuery bounds the raw query string (default DefaultMaxQuery): 414.
 	MaxQuery int
+	// Batches runs batch jobs; the batch endpoints answer 503 without it.
+	Batches Batches
+	// MaxBatchBody bounds a batch submission (default DefaultMaxBatchBody).
+	MaxBatchBody int64
+}
+
+// Batches runs tenants' batch jobs (package batch's Service).
+type Batches interface {
+	Submit(ctx context.Context, t tenant.Tenant, r batch.Request) (batch.Job, bool, error)
+	Get(ctx context.Context, tenantID, id string) (batch.Job, error)
+	List(ctx context.Context, tenantID string, state batch.State, cursor string, limit int) ([]batch.Job, string, error)
+	Results(ctx context.Context, tenantID, id string) (io.ReadCloser, batch.Job, bool, error)
+	Cancel(ctx context.Context, tenantID, id string) (batch.Job, error)
 }
 
 // Server is the REST API.
@@ -97,6 +111,9 @@ func New(o Options) *Server {
 	}
 	if o.MaxQuery <= 0 {
 		o.MaxQuery = DefaultMaxQuery
+	}
+	if o.MaxBatchBody <= 0 {
+		o.MaxBatchBody = DefaultMaxBatchBody
 	}
 	s := &Server{o: o, mux: http.NewServeMux()}
 	s.routes()
@@ -121,6 +138,13 @@ func (s *Server) routes() {
 	}.serve)
 	s.mux.HandleFunc("/api/v1/tenants/{id}/keys", methods{http.MethodPost: s.admin(s.rotateKey)}.serve)
 	s.mux.HandleFunc("/api/v1/tenants/{id}/keys/{key}", methods{http.MethodDelete: s.admin(s.revokeKey)}.serve)
+	s.mux.HandleFunc("/api/v1/batches", methods{
+		http.MethodGet:  s.tenantOnly(s.listBatches),
+		http.MethodPost: s.tenantOnly(s.submitBatch),
+	}.serve)
+	s.mux.HandleFunc("/api/v1/batches/{id}", methods{http.MethodGet: s.tenantOnly(s.getBatch)}.serve)
+	s.mux.HandleFunc("/api/v1/batches/{id}/results", methods{http.MethodGet: s.tenantOnly(s.batchResults)}.serve)
+	s.mux.HandleFunc("/api/v1/batches/{id}/cancel", methods{http.MethodPost: s.tenantOnly(s.cancelBatch)}.serve)
 	s.mux.HandleFunc("/", s.notFound)
 }
 

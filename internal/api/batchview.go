@@ -1,0 +1,127 @@
+package api
+
+import (
+	"time"
+
+	"github.com/offpath/offpath/internal/batch"
+	"github.com/offpath/offpath/internal/batchapi"
+	"github.com/offpath/offpath/internal/catalog"
+	"github.com/offpath/offpath/internal/ledger"
+)
+
+// jobView is a batch job as its tenant sees it.
+type jobView struct {
+	ID              string            `json:"id"`
+	State           batch.State       `json:"state"`
+	Final           batch.State       `json:"final,omitempty"`
+	Alias           string            `json:"alias"`
+	Items           int               `json:"items"`
+	Source          string            `json:"source"`
+	Metadata        map[string]string `json:"metadata,omitempty"`
+	IdempotencyKey  string            `json:"idempotency_key,omitempty"`
+	EstimatedTokens int64             `json:"estimated_tokens"`
+	CancelRequested bool              `json:"cancel_requested,omitempty"`
+	Created         time.Time         `json:"created"`
+	Updated         time.Time         `json:"updated"`
+	// ExpectedBy is when the last submitted part's completion window ends.
+	ExpectedBy *time.Time `json:"expected_by,omitempty"`
+	// Finished is when the last part ended; Harvested when its results and
+	// usage were in.
+	Finished      *time.Time             `json:"finished,omitempty"`
+	Harvested     *time.Time             `json:"harvested,omitempty"`
+	RequestCounts batchapi.RequestCounts `json:"request_counts"`
+	// Outcomes and Usage count the harvested parts so far.
+	Outcomes batch.Counts     `json:"outcomes"`
+	Usage    ledger.UsageView `json:"usage"`
+	Parts    []partView       `json:"parts"`
+	Links    jobLinks         `json:"links"`
+}
+
+type partView struct {
+	Index           int                    `json:"index"`
+	Status          batch.PartStatus       `json:"status"`
+	AzureStatus     batchapi.Status        `json:"azure_status,omitempty"`
+	AzureBatchID    string                 `json:"azure_batch_id,omitempty"`
+	Items           int                    `json:"items"`
+	EstimatedTokens int64                  `json:"estimated_tokens"`
+	HeldReason      string                 `json:"held_reason,omitempty"`
+	NextAttemptAt   *time.Time             `json:"next_attempt_at,omitempty"`
+	RequestCounts   batchapi.RequestCounts `json:"request_counts"`
+	Errors          []partError            `json:"errors,omitempty"`
+	Submitted       *time.Time             `json:"submitted,omitempty"`
+	ExpectedBy      *time.Time             `json:"expected_by,omitempty"`
+	Finished        *time.Time             `json:"finished,omitempty"`
+	Harvested       *time.Time             `json:"harvested,omitempty"`
+}
+
+type partError struct {
+	Code    string `json:"code"`
+	Message string `json:"message,omitempty"`
+}
+
+type jobLinks struct {
+	Self    string `json:"self"`
+	Results string `json:"results"`
+	Cancel  string `json:"cancel"`
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func (s *Server) viewJob(j *batch.Job) jobView {
+	self := batchesPath + "/" + j.ID
+	v := jobView{ID: j.ID, State: j.State, Final: j.Final, Alias: j.Alias, Items: j.Items, Source: j.Source,
+		Metadata: j.Metadata, IdempotencyKey: j.IdempotencyKey, EstimatedTokens: j.EstimatedTokens,
+		CancelRequested: j.CancelRequested, Created: j.Created, Updated: j.Updated, Harvested: timePtr(j.HarvestedAt),
+		Outcomes: j.Counts(), Parts: make([]partView, len(j.Parts)),
+		Links: jobLinks{Self: self, Results: self + "/results", Cancel: self + "/cancel"}}
+	var expected, finished time.Time
+	ended := true
+	var cost catalog.Money
+	for i := range j.Parts {
+		p := &j.Parts[i]
+		pv := partView{Index: p.Index, Status: p.Status, AzureStatus: p.AzureStatus, AzureBatchID: p.BatchID, Items: p.Lines,
+			EstimatedTokens: p.EstimatedTokens, HeldReason: p.HeldReason, RequestCounts: p.RequestCounts,
+			Submitted: timePtr(p.SubmittedAt), ExpectedBy: timePtr(p.AzureExpiry), Finished: timePtr(p.FinishedAt),
+			Harvested: timePtr(p.HarvestedAt)}
+		if p.Status == batch.PartPending {
+			pv.HeldReason, pv.NextAttemptAt = p.HeldReason, timePtr(p.NextAttemptAt)
+		} else {
+			pv.HeldReason = ""
+		}
+		for _, e := range p.Errors {
+			pv.Errors = append(pv.Errors, partError{Code: e.Code, Message: e.Message})
+		}
+		v.Parts[i] = pv
+		v.RequestCounts.Total += p.RequestCounts.Total
+		v.RequestCounts.Completed += p.RequestCounts.Completed
+		v.RequestCounts.Failed += p.RequestCounts.Failed
+		if p.AzureExpiry.After(expected) {
+			expected = p.AzureExpiry
+		}
+		if p.Status == batch.PartPending || p.Status == batch.PartSubmitted {
+			ended = false
+		} else if p.FinishedAt.After(finished) {
+			finished = p.FinishedAt
+		}
+		if s.o.Catalog != nil && p.Status == batch.PartHarvested {
+			if price, err := s.o.Catalog.Price(j.Alias, catalog.Batch, p.Deployment); err == nil {
+				cost += price.Cost(p.Usage.PromptTokens, p.Usage.CachedTokens, p.Usage.CompletionTokens)
+			}
+		}
+	}
+	u := j.Usage()
+	v.Usage = ledger.UsageView{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens,
+		ReasoningTokens: u.ReasoningTokens, TotalTokens: u.PromptTokens + u.CompletionTokens, Requests: u.Requests,
+		Refusals: u.Refusals, Cost: cost}
+	if !ended {
+		v.ExpectedBy = timePtr(expected)
+	} else {
+		v.Finished = timePtr(finished)
+	}
+	return v
+}

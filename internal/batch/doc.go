@@ -1,0 +1,91 @@
+// Package batch is offpath's batch control plane: the only door to Azure
+// OpenAI Global Batch. A tenant's request becomes a Job; the service writes
+// its input, submits it when the deployment's enqueued-token quota allows,
+// polls it, harvests its output into platform storage and attributes every
+// token to the tenant in the ledger, exactly once. The package holds the
+// job model and the flows; it talks to storage and Azure through the small
+// interfaces in service.go (packages tablestore, blobstore and batchapi
+// implement them).
+//
+// # States
+//
+//	accepted ─▶ held ─▶ submitted ─▶ completed | failed | expired | cancelled ─▶ harvested
+//	   │          │                  (Azure: validating ▶ in_progress ▶ finalizing)
+//	   └──────────┴─▶ cancelled (cancel before submission)
+//
+// A job has parts, one input file and one Azure batch each (files are split
+// at Azure's 200 MB and 100,000 lines, and lowered so that a part fits its
+// deployment's quota). The job's state is derived from its parts: accepted
+// until the first admission attempt; held while parts wait for quota (or
+// back off after Azure refused them); submitted while any part runs at
+// Azure; then how it ended (failed or expired if a part did, cancelled if
+// the tenant cancelled, else completed) until every part is harvested. A
+// "completed" batch without an output file id is not final.
+//
+// # Submission
+//
+// Submit checks the tenant, the alias (allowed, with a Global Batch
+// deployment), every item (id present, printable and unique, content
+// present, sizes) and the budget (the input's enqueued-token estimate plus
+// each item's max_tokens, or CompletionTokens), streaming the items into
+// the parts' JSONL and index blobs as it goes; a request refused at any step
+// leaves nothing behind. The job is recorded (with the tenant's idempotency
+// key, atomically) as accepted; the poll tick submits it. Each line's
+// custom_id is positional ({job}.{part}.{line}.{check}, see package
+// batchfile), so every output line joins back to its tenant and item.
+//
+// # The poll tick
+//
+// Poll reads the index of active jobs and works on each, at most
+// Concurrency at once; one job's failure never stops the others. Per job:
+// requested cancellations are sent to Azure; submitted parts are polled, no
+// more often than PollInterval; ended parts are harvested; lingering
+// conditions raise alerts. Then held parts are admitted.
+//
+// # Admission: quota, fairness, backoff
+//
+// Per deployment, the tokens of parts submitted and not yet ended are
+// summed; a part is admitted only if it fits the quota (configured, or
+// Azure's deployment-maximum-enqueued-tokens, whichever is lower). The next
+// part always comes from the tenant with the fewest tokens in flight on
+// that deployment; ties go to the tenant admitted least recently, then to
+// the longest-waiting head; within a tenant, oldest job first. A tenant
+// whose head does not fit is passed over (one tenant's huge corpus does not
+// hold up another's nightly job), unless that head has waited longer than
+// AgeLimit: then it reserves the deployment, so that big jobs are not
+// starved by small ones. Azure's refusals (HTTP 400 token_limit_exceeded at
+// create, or a batch failing validation with it) put the part back to held
+// with exponential backoff and jitter (BackoffBase × 2^(n−1), at most
+// BackoffMax, drawn from the upper half), keep its uploaded file, and close
+// the deployment for the rest of the tick.
+//
+// # Exactly once
+//
+// Every change to a job is a conditional write on its ETag; a conflicting
+// change is re-read and re-applied. Work with side effects outside the job
+// row — upload and create, harvest — is done under a lease (owner, until)
+// taken by such a write, so that two pollers never both do it; a crashed
+// poller's lease runs out after LeaseTTL and the next poll takes over.
+// Creates carry the submission key (job, part, attempt) in the batch's
+// metadata, and a create that may have happened is looked up before it is
+// tried again (package batchapi), so a part never becomes two Azure jobs.
+//
+// The harvest of a part is copy → parse → ledger → delete → mark. The copy
+// of the output and error files into the results container (with their
+// SHA-256) is recorded before anything else; from then on only the copies
+// are read, and their checksums verified. Parsing writes the per-item
+// results file and sums usage; the part's ledger row has a key derived from
+// the job and the part (LedgerUnit), so a harvest repeated after a crash
+// anywhere before the mark rewrites the same row, never adds one. The mark
+// (harvested, with counts and usage) ends it. Conservation holds for every
+// part: items = ok + refused + failed + expired + cancelled, with items
+// that no output mentions given the outcome the batch's end implies.
+//
+// # Alerts
+//
+// Raised through an Alerter as error log events with a stable "alert"
+// field: batch_failed, batch_expired, batch_overdue, held_too_long,
+// output_expiring_unharvested, output_lost, counts_mismatch,
+// harvest_failing, azure_auth. Transitions alert once; lingering conditions
+// at most once per Realert per job.
+package batch
