@@ -44,8 +44,10 @@ vet: deps
 	$(GO) vet ./...
 
 # vet, unit tests and the integration tests against Azurite (each test
-# starts its own), with the race detector.
+# package starts its own), with the race detector. Headless Chromium (Debian's
+# package, installed when missing) renders the morning report in its test.
 test: deps
+	./scripts/ensure-chromium
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
 
