@@ -147,14 +147,14 @@ func TestCLI_TenantsAndUsage(t *testing.T) {
 func TestCLI_ModelsAndAdminKey(t *testing.T) {
 	t.Parallel()
 	out := mustRun(t, nil, "models")
-	for _, want := range []string{"summarize  queue  gpt-4o-mini", "summarize  batch  gpt-4o-mini-batch", "0.075", "embed"} {
+	for _, want := range []string{"summarize  queue  gpt-4o-mini", "summarize  batch  gpt-4o-mini-batch", "0.075", "embed", "ingest     queue  text-embedding-3-small"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("models lacks %q:\n%s", want, out)
 		}
 	}
 	out = mustRun(t, nil, "models", "-json")
 	var aliases []map[string]any
-	if err := json.Unmarshal([]byte(out), &aliases); err != nil || len(aliases) != 3 {
+	if err := json.Unmarshal([]byte(out), &aliases); err != nil || len(aliases) != 4 {
 		t.Errorf("models -json: %v\n%s", err, out)
 	}
 	out = mustRun(t, nil, "admin-key")

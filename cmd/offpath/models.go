@@ -35,6 +35,11 @@ func (c *cli) listModels(args []string) error {
 			g.add(a.Name, "queue", a.Queue.Name, p.Input.String(), p.CachedInput.String(), p.Output.String(), desc)
 			desc = ""
 		}
+		if a.Embedding != nil {
+			p := a.Embedding.Price
+			g.add(a.Name, "queue", a.Embedding.Name, p.Input.String(), p.CachedInput.String(), p.Output.String(), "(embeddings) "+desc)
+			desc = ""
+		}
 		for _, d := range a.Batch {
 			g.add(a.Name, "batch", d.Name, d.Price.Input.String(), d.Price.CachedInput.String(), d.Price.Output.String(), desc)
 			desc = ""

@@ -44,6 +44,10 @@ type Alias struct {
 	Description string `json:"description,omitempty"`
 	// Queue serves the queue path; nil if the alias is batch-only.
 	Queue *Deployment `json:"queue,omitempty"`
+	// Embedding is the embeddings deployment the queue path's document
+	// ingestion uses beside Queue (which summarises); nil if the alias does
+	// not ingest documents. It serves the queue path.
+	Embedding *Deployment `json:"embedding,omitempty"`
 	// Batch are the Global Batch deployments, in order of preference; empty
 	// if the alias is queue-only.
 	Batch []Deployment `json:"batch,omitempty"`
@@ -55,6 +59,9 @@ func (a *Alias) Deployment(p Path, name string) (Deployment, bool) {
 	case Queue:
 		if a.Queue != nil && a.Queue.Name == name {
 			return *a.Queue, true
+		}
+		if a.Embedding != nil && a.Embedding.Name == name {
+			return *a.Embedding, true
 		}
 	case Batch:
 		for _, d := range a.Batch {
@@ -112,6 +119,9 @@ func (c *Catalog) Deployments() map[string]Path {
 	for _, a := range c.aliases {
 		if a.Queue != nil {
 			out[a.Queue.Name] = Queue
+		}
+		if a.Embedding != nil {
+			out[a.Embedding.Name] = Queue
 		}
 		for _, d := range a.Batch {
 			out[d.Name] = Batch

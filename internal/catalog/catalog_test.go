@@ -20,7 +20,7 @@ func TestParse_ShippedFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Parse(models.json) = %v", err)
 	}
-	if got := strings.Join(c.Names(), ","); got != "embed,extract,summarize" {
+	if got := strings.Join(c.Names(), ","); got != "embed,extract,ingest,summarize" {
 		t.Errorf("Names() = %s", got)
 	}
 	// The simulator's default deployments (internal/aoaisim DefaultDeployments)
@@ -38,6 +38,13 @@ func TestParse_ShippedFile(t *testing.T) {
 	}
 	if _, err := c.Price("summarize", catalog.Queue, "gpt-4o-mini-batch"); !errors.Is(err, catalog.ErrUnknown) {
 		t.Errorf("Price(batch deployment on queue path) = %v, want ErrUnknown", err)
+	}
+	ingest, ok := c.Alias("ingest")
+	if !ok || ingest.Queue == nil || ingest.Embedding == nil || ingest.Queue.Name != "gpt-4o-mini" || ingest.Embedding.Name != "text-embedding-3-small" {
+		t.Errorf("Alias(ingest) = %+v, want gpt-4o-mini beside the embedding deployment text-embedding-3-small", ingest)
+	}
+	if p, err := c.Price("ingest", catalog.Queue, "text-embedding-3-small"); err != nil || p.Input.String() != "0.02" {
+		t.Errorf("Price(ingest, queue, embedding deployment) = %+v, %v", p, err)
 	}
 	if _, err := c.Price("nope", catalog.Queue, "gpt-4o-mini"); !errors.Is(err, catalog.ErrUnknown) {
 		t.Errorf("Price(unknown alias) = %v, want ErrUnknown", err)
@@ -80,6 +87,10 @@ func TestParse_NamesEveryBadField(t *testing.T) {
 			"aa":{"queue":{"deployment":"d1","price":{"input_per_1m":1,"cached_input_per_1m":0,"output_per_1m":1}}},
 			"bb":{"queue":{"deployment":"d1","price":{"input_per_1m":2,"cached_input_per_1m":0,"output_per_1m":1}}}}}`,
 			[]string{`aliases.bb.queue.price: differs from the price of "d1" at aliases.aa.queue`}},
+		{"embedding alone, and on the batch path elsewhere", `{"version":1,"aliases":{
+			"aa":{"embedding":{"deployment":"e1","price":{"input_per_1m":1,"cached_input_per_1m":0,"output_per_1m":0}}},
+			"bb":{"batch":[{"deployment":"e1","price":{"input_per_1m":1,"cached_input_per_1m":0,"output_per_1m":0}}]}}}`,
+			[]string{"aliases.aa.embedding: needs a queue deployment beside it", `aliases.bb.batch[0].deployment: "e1" serves the queue path at aliases.aa.embedding`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

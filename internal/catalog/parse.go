@@ -21,6 +21,7 @@ type (
 	aliasJSON struct {
 		Description string            `json:"description"`
 		Queue       json.RawMessage   `json:"queue"`
+		Embedding   json.RawMessage   `json:"embedding"`
 		Batch       []json.RawMessage `json:"batch"`
 	}
 	deploymentJSON struct {
@@ -116,6 +117,14 @@ func (p *parser) alias(name string, raw json.RawMessage) (Alias, bool) {
 	if len(aj.Queue) > 0 && string(aj.Queue) != "null" {
 		if d, ok := p.deployment(aj.Queue, path+".queue"); ok {
 			a.Queue = &d
+		}
+	}
+	if len(aj.Embedding) > 0 && string(aj.Embedding) != "null" {
+		if d, ok := p.deployment(aj.Embedding, path+".embedding"); ok {
+			a.Embedding = &d
+		}
+		if a.Queue == nil {
+			p.add(path+".embedding", "needs a queue deployment beside it (document ingestion embeds and summarises)")
 		}
 	}
 	seen := map[string]bool{}
@@ -214,6 +223,9 @@ func (p *parser) crossCheck(aliases map[string]Alias) {
 		var uses []use
 		if a.Queue != nil {
 			uses = append(uses, use{"aliases." + alias + ".queue", a.Queue.Name, Queue, a.Queue.Price})
+		}
+		if a.Embedding != nil {
+			uses = append(uses, use{"aliases." + alias + ".embedding", a.Embedding.Name, Queue, a.Embedding.Price})
 		}
 		for i, d := range a.Batch {
 			uses = append(uses, use{fmt.Sprintf("aliases.%s.batch[%d]", alias, i), d.Name, Batch, d.Price})

@@ -139,7 +139,7 @@ func TestLoadHandler_Tenancy(t *testing.T) {
 			name: "connection string and shipped catalog",
 			env:  with("AzureWebJobsStorage", "UseDevelopmentStorage=true", "OFFPATH_ADMIN_KEY_SHA256", digest),
 			check: func(t *testing.T, h config.Handler) {
-				if h.Storage.Setting != "AzureWebJobsStorage" || h.Storage.ConnectionString == "" || h.Catalog == nil || len(h.Catalog.Names()) != 3 ||
+				if h.Storage.Setting != "AzureWebJobsStorage" || h.Storage.ConnectionString == "" || h.Catalog == nil || len(h.Catalog.Names()) != 4 ||
 					h.AdminKeys != 1 || h.Entra != nil || h.AuthCacheTTL != 30*time.Second || !strings.HasSuffix(h.ModelsSource, "models.json") {
 					t.Errorf("got %+v", h)
 				}
