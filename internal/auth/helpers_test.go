@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"io"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -17,19 +16,11 @@ import (
 )
 
 // One Azurite for the package; tests keep apart by table name.
-var shared struct {
-	once sync.Once
-	az   *azurite.Azurite
-	err  error
-	dir  string
-}
+var shared azurite.Shared
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared.az != nil {
-		shared.az.Stop()
-		_ = os.RemoveAll(shared.dir)
-	}
+	shared.Stop()
 	os.Exit(code)
 }
 
@@ -38,24 +29,7 @@ var seq atomic.Int64
 // newStore returns a tenant store on a fresh table of the shared Azurite.
 func newStore(tb testing.TB) *tablestore.Tenants {
 	tb.Helper()
-	shared.once.Do(func() {
-		bin, err := azurite.Binary()
-		if err != nil {
-			shared.err = err
-			return
-		}
-		if shared.dir, err = os.MkdirTemp("", "auth-azurite-"); err != nil {
-			shared.err = err
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		shared.az, shared.err = azurite.Launch(ctx, bin, shared.dir, io.Discard)
-	})
-	if shared.err != nil {
-		tb.Fatalf("azurite: %v", shared.err)
-	}
-	svc, err := tablestore.NewServiceClient(tablestore.Connection{ConnectionString: shared.az.ConnectionString()})
+	svc, err := tablestore.NewServiceClient(tablestore.Connection{ConnectionString: shared.Get(tb).ConnectionString()})
 	if err != nil {
 		tb.Fatal(err)
 	}

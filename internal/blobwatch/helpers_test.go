@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"os"
 	"sync"
 	"testing"
@@ -17,47 +16,19 @@ import (
 	"github.com/offpath/offpath/internal/azurite"
 )
 
-// shared is one Azurite for all the tests of the package, started on first
-// use: starting one takes seconds, and the tests keep apart by using a
-// container of their own. TestMain stops it.
-var shared struct {
-	once sync.Once
-	az   *azurite.Azurite
-	dir  string
-	err  error
-}
+// One Azurite serves the package's tests: starting one takes seconds.
+var shared azurite.Shared
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared.az != nil {
-		shared.az.Stop()
-	}
-	if shared.dir != "" {
-		_ = os.RemoveAll(shared.dir)
-	}
+	shared.Stop()
 	os.Exit(code)
 }
 
-func sharedAzurite(t *testing.T) *azurite.Azurite {
-	t.Helper()
-	shared.once.Do(func() {
-		bin, err := azurite.Binary()
-		if err != nil {
-			shared.err = err
-			return
-		}
-		if shared.dir, err = os.MkdirTemp("", "blobwatch-azurite-"); err != nil {
-			shared.err = err
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		shared.az, shared.err = azurite.Launch(ctx, bin, shared.dir, io.Discard)
-	})
-	if shared.err != nil {
-		t.Fatalf("azurite: %v", shared.err)
-	}
-	return shared.az
+// sharedAzurite starts the shared Azurite on first use.
+func sharedAzurite(tb testing.TB) *azurite.Azurite {
+	tb.Helper()
+	return shared.Get(tb)
 }
 
 // env is an Azurite with clients and a fresh container.

@@ -3,7 +3,6 @@ package sbemu_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"sync"
@@ -18,45 +17,19 @@ import (
 	"github.com/offpath/offpath/internal/sbemu"
 )
 
-// One Azurite serves every test that does not restart it: starting one takes
-// seconds. Tests keep apart by queue name.
-var shared struct {
-	once sync.Once
-	az   *azurite.Azurite
-	err  error
-	dir  string
-}
+// One Azurite serves the package's tests: starting one takes seconds.
+var shared azurite.Shared
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared.az != nil {
-		shared.az.Stop()
-		_ = os.RemoveAll(shared.dir)
-	}
+	shared.Stop()
 	os.Exit(code)
 }
 
 // sharedAzurite starts the shared Azurite on first use.
-func sharedAzurite(t *testing.T) *azurite.Azurite {
-	t.Helper()
-	shared.once.Do(func() {
-		bin, err := azurite.Binary()
-		if err != nil {
-			shared.err = err
-			return
-		}
-		if shared.dir, err = os.MkdirTemp("", "sbemu-azurite-"); err != nil {
-			shared.err = err
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		shared.az, shared.err = azurite.Launch(ctx, bin, shared.dir, io.Discard)
-	})
-	if shared.err != nil {
-		t.Fatalf("azurite: %v", shared.err)
-	}
-	return shared.az
+func sharedAzurite(tb testing.TB) *azurite.Azurite {
+	tb.Helper()
+	return shared.Get(tb)
 }
 
 // newBroker returns a broker on az (the shared Azurite if nil) that logs to t.
