@@ -182,9 +182,13 @@ func checkInputBlob(tenantID, name string) error {
 
 func isControl(r rune) bool { return unicode.IsControl(r) || r == utf8.RuneError }
 
+// printable reports whether s is valid UTF-8 without control or format
+// characters (bidi overrides, zero-width characters, byte-order marks),
+// line or paragraph separators, or U+FFFD (what JSON decoding makes of
+// invalid bytes).
 func printable(s string) bool {
 	return utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool {
-		return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || r == '\ufeff'
+		return unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) || r == utf8.RuneError
 	})
 }
 
