@@ -1,0 +1,141 @@
+// Package document is the queue path's record of what became of each
+// document dropped into the incoming container: its Status, which the
+// enqueue function starts, the process functions move on, and the
+// operator CLI reads. A Status always describes one version of one blob
+// (its name and ETag), so a redelivered message for a version already
+// finished is recognised and does nothing, and a message for a replaced
+// version never overwrites what is known about the newer one.
+//
+// The package is the domain: standard library only. Package tablestore
+// stores statuses.
+package document
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// ErrNotFound: no status for that document.
+var ErrNotFound = errors.New("document status not found")
+
+// State is where a document is in the queue path.
+type State string
+
+// The states. Done, Refused and Rejected are final for their version:
+// only a new version of the blob, or an operator's reprocess, starts again.
+const (
+	// Queued: the claim check is on its way to a process function.
+	Queued State = "queued"
+	// Processing: a process function is working on it.
+	Processing State = "processing"
+	// Retrying: the last attempt failed for an infrastructure reason (the
+	// Reason says which); Service Bus redelivers the message, and
+	// dead-letters it after MaxDeliveryCount, leaving this state behind.
+	Retrying State = "retrying"
+	// Done: the result is in the ingested container.
+	Done State = "done"
+	// Refused: a content filter declined; a result, metered, never retried.
+	Refused State = "refused"
+	// Rejected: the input can never succeed (the Reason says why).
+	Rejected State = "rejected"
+)
+
+// Final reports whether s ends the processing of a version.
+func (s State) Final() bool { return s == Done || s == Refused || s == Rejected }
+
+// Unattributed is the partition of rejections that name no valid tenant: a
+// malformed claim check, a blob outside any tenant folder. Tenant ids start
+// with a letter, so it is nobody's.
+const Unattributed = "_unattributed"
+
+// Usage is what processing one version cost, as the service reported it,
+// and how the model calls went.
+type Usage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	CachedTokens     int64 `json:"cached_tokens,omitempty"`
+	// Requests are the model calls answered; Attempts all HTTP attempts;
+	// Throttled the 429s among them, waited out in process.
+	Requests  int64 `json:"requests"`
+	Attempts  int64 `json:"attempts"`
+	Throttled int64 `json:"throttled"`
+	// Waited is the time spent between attempts, in milliseconds.
+	WaitedMS int64 `json:"waited_ms,omitempty"`
+}
+
+// Status is what is known about one document.
+type Status struct {
+	// Tenant owns the document; Unattributed when none could be named.
+	Tenant string `json:"tenant"`
+	// Name is the blob's name in the incoming container, tenant folder
+	// included ("contoso/reports/q1.txt"), or a quoted form of a name that
+	// is not printable UTF-8 (see Printable).
+	Name string `json:"name"`
+	// BlobURL and ETag identify the version the status is about.
+	BlobURL     string `json:"blob_url,omitempty"`
+	ETag        string `json:"etag,omitempty"`
+	Size        int64  `json:"size"`
+	ContentType string `json:"content_type,omitempty"`
+	Alias       string `json:"alias,omitempty"`
+	// CorrelationID ties the log lines and ledger rows of the document.
+	CorrelationID string `json:"correlation_id,omitempty"`
+	// Queue is the Service Bus queue the claim check went to.
+	Queue string `json:"queue,omitempty"`
+
+	State State `json:"state"`
+	// Reason explains Rejected, Refused and Retrying, without document text.
+	Reason string `json:"reason,omitempty"`
+	// Deliveries is the Service Bus delivery count of the latest attempt.
+	Deliveries int `json:"deliveries,omitempty"`
+
+	Enqueued time.Time `json:"enqueued,omitzero"`
+	Started  time.Time `json:"started,omitzero"`
+	Finished time.Time `json:"finished,omitzero"`
+	Updated  time.Time `json:"updated,omitzero"`
+
+	// Chunks and TextBytes describe the extracted text; Result is the
+	// result blob ("ingested/contoso/reports/q1.txt.jsonl") once written.
+	Chunks    int    `json:"chunks,omitempty"`
+	TextBytes int64  `json:"text_bytes,omitempty"`
+	Result    string `json:"result,omitempty"`
+	Usage     Usage  `json:"usage"`
+
+	// Version is the store's concurrency token (an ETag of the row), set
+	// when read; empty for a status not read from the store.
+	Version string `json:"-"`
+}
+
+// Duration is how long the last attempt took, if it finished.
+func (s *Status) Duration() time.Duration {
+	if s.Started.IsZero() || s.Finished.IsZero() {
+		return 0
+	}
+	return s.Finished.Sub(s.Started)
+}
+
+// SameVersion reports whether s describes the blob version etag (quotes
+// ignored, as ETags travel both ways).
+func (s *Status) SameVersion(etag string) bool {
+	return s.ETag != "" && strings.Trim(s.ETag, `"`) == strings.Trim(etag, `"`)
+}
+
+// Key is the store's key of a document name: a hash, because names may be
+// up to 1,024 bytes of characters a table key cannot hold.
+func Key(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return "d-" + hex.EncodeToString(sum[:20])
+}
+
+// Printable returns name if it is valid UTF-8 without control characters,
+// else its Go-quoted form, so a hostile name can be stored and shown.
+func Printable(name string) string {
+	if utf8.ValidString(name) && !strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }) {
+		return name
+	}
+	return strconv.Quote(name)
+}

@@ -1,0 +1,212 @@
+package tablestore
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/offpath/offpath/internal/document"
+)
+
+// DefaultDocumentsTable holds the queue path's document statuses:
+//
+//	PartitionKey "<tenant id>"      RowKey document.Key(name)   one row per document name
+//	PartitionKey "_unattributed"    RowKey document.Key(...)    rejections naming no tenant
+//
+// A row is the document's latest version: queryable State, ETag and
+// Updated properties, and the whole document.Status as JSON in Doc.
+const DefaultDocumentsTable = "offpathdocuments"
+
+// documentUpdateAttempts bounds Update's optimistic-concurrency retries.
+const documentUpdateAttempts = 8
+
+// Documents stores document statuses.
+type Documents struct {
+	t   table
+	now func() time.Time
+}
+
+// NewDocuments returns the status store on the named table (empty:
+// DefaultDocumentsTable). now stamps Updated (nil: time.Now).
+func NewDocuments(svc *aztables.ServiceClient, tableName string, now func() time.Time) *Documents {
+	if now == nil {
+		now = time.Now
+	}
+	return &Documents{t: table{client: svc.NewClient(cmp.Or(tableName, DefaultDocumentsTable))}, now: now}
+}
+
+// Get returns the status of the document name (tenant folder included)
+// in partition; document.ErrNotFound if there is none.
+func (s *Documents) Get(ctx context.Context, partition, name string) (document.Status, error) {
+	res, err := s.t.client.GetEntity(ctx, partition, document.Key(name), nil)
+	if err != nil {
+		if isNotFound(err) {
+			return document.Status{}, fmt.Errorf("document %s: %w", document.Printable(name), document.ErrNotFound)
+		}
+		return document.Status{}, fmt.Errorf("read document status: %w", err)
+	}
+	st, err := decodeDocument(res.Value)
+	if err != nil {
+		return document.Status{}, err
+	}
+	st.Version = string(res.ETag)
+	return st, nil
+}
+
+// Put writes st as the status of the document name, replacing any.
+func (s *Documents) Put(ctx context.Context, name string, st document.Status) (document.Status, error) {
+	return s.write(ctx, name, st, upsert, "")
+}
+
+// Update reads the status of name, lets change edit it (found is false
+// when there is none: st is then zero), and writes it back if change
+// returns true, guarded by the row's ETag; a concurrent change makes it
+// start over, a few times, before it gives up with an error (transient).
+// change must not keep st. The status written (or read, when change
+// declines) is returned.
+func (s *Documents) Update(ctx context.Context, partition, name string, change func(st *document.Status, found bool) (bool, error)) (document.Status, error) {
+	for attempt := range documentUpdateAttempts {
+		if attempt > 0 { // let the other writer finish
+			time.Sleep(time.Duration(attempt) * time.Duration(rand.IntN(20)+1) * time.Millisecond)
+		}
+		st, err := s.Get(ctx, partition, name)
+		found := err == nil
+		if err != nil && !errors.Is(err, document.ErrNotFound) {
+			return document.Status{}, err
+		}
+		version := st.Version
+		write, err := change(&st, found)
+		if err != nil || !write {
+			return st, err
+		}
+		if cmp.Or(st.Tenant, document.Unattributed) != partition {
+			return document.Status{}, fmt.Errorf("update document status: partition %q, status of tenant %q", partition, st.Tenant)
+		}
+		mode := insert
+		if found {
+			mode = replace
+		}
+		out, err := s.write(ctx, name, st, mode, version)
+		if err == nil {
+			return out, nil
+		}
+		if !isPrecondition(err) {
+			return document.Status{}, err
+		}
+	}
+	return document.Status{}, fmt.Errorf("document %s: its status keeps changing concurrently", document.Printable(name))
+}
+
+// List returns up to limit statuses of a tenant (or of the unattributed
+// partition), in key order.
+func (s *Documents) List(ctx context.Context, partition string, limit int) ([]document.Status, error) {
+	filter := "PartitionKey eq " + quote(partition)
+	top := int32(min(max(limit, 1), 1000))
+	pager := s.t.client.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter, Top: &top})
+	out := []document.Status{}
+	for pager.More() && len(out) < limit {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			if isNotFound(err) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("list document statuses of %s: %w", partition, err)
+		}
+		for _, b := range page.Entities {
+			st, err := decodeDocument(b)
+			if err != nil {
+				return nil, err
+			}
+			if len(out) < limit {
+				out = append(out, st)
+			}
+		}
+	}
+	return out, nil
+}
+
+type writeMode int
+
+const (
+	upsert  writeMode = iota // whatever is there
+	insert                   // only if there is no row
+	replace                  // only if the row is still at version
+)
+
+// write stores st under name.
+func (s *Documents) write(ctx context.Context, name string, st document.Status, mode writeMode, version string) (document.Status, error) {
+	if err := s.t.ensure(ctx); err != nil {
+		return document.Status{}, err
+	}
+	st.Updated = s.now().UTC()
+	row, err := documentRow(name, st)
+	if err != nil {
+		return document.Status{}, err
+	}
+	var etag azcore.ETag
+	switch mode {
+	case upsert:
+		var r aztables.UpsertEntityResponse
+		r, err = s.t.client.UpsertEntity(ctx, row, &aztables.UpsertEntityOptions{UpdateMode: aztables.UpdateModeReplace})
+		etag = r.ETag
+	case insert:
+		var r aztables.AddEntityResponse
+		r, err = s.t.client.AddEntity(ctx, row, nil)
+		etag = r.ETag
+	case replace:
+		v := azcore.ETag(version)
+		var r aztables.UpdateEntityResponse
+		r, err = s.t.client.UpdateEntity(ctx, row, &aztables.UpdateEntityOptions{IfMatch: &v, UpdateMode: aztables.UpdateModeReplace})
+		etag = r.ETag
+	}
+	if err != nil {
+		return document.Status{}, fmt.Errorf("write document status: %w", err)
+	}
+	st.Version = string(etag)
+	return st, nil
+}
+
+func documentRow(name string, st document.Status) ([]byte, error) {
+	doc, err := json.Marshal(st)
+	if err != nil {
+		return nil, fmt.Errorf("encode document status: %w", err)
+	}
+	if len(doc) > 60_000 {
+		return nil, fmt.Errorf("document status of %d bytes exceeds a table property", len(doc))
+	}
+	partition := st.Tenant
+	if partition == "" {
+		partition = document.Unattributed
+	}
+	return json.Marshal(map[string]any{
+		"PartitionKey": partition, "RowKey": document.Key(name),
+		"State": string(st.State), "ETag": st.ETag,
+		"Updated": st.Updated.UTC(), "Updated@odata.type": edmDateTime,
+		"Doc": string(doc),
+	})
+}
+
+func decodeDocument(b []byte) (document.Status, error) {
+	var row struct{ Doc string }
+	if err := json.Unmarshal(b, &row); err != nil {
+		return document.Status{}, fmt.Errorf("decode document status row: %w", err)
+	}
+	var st document.Status
+	if err := json.Unmarshal([]byte(row.Doc), &st); err != nil {
+		return document.Status{}, fmt.Errorf("decode document status: %w", err)
+	}
+	return st, nil
+}
+
+// isPrecondition reports a 412 (the row changed) or 409 (it appeared).
+func isPrecondition(err error) bool {
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && (re.StatusCode == 412 || re.StatusCode == 409)
+}
