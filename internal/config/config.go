@@ -53,6 +53,9 @@ type Handler struct {
 	// credential, once read, is trusted; how long a suspension made on
 	// another instance takes to apply here.
 	AuthCacheTTL time.Duration `json:"auth_cache_ttl"`
+	// Batch configures the batch control plane; nil without
+	// OFFPATH_AOAI_ENDPOINT (see Batch).
+	Batch *Batch `json:"batch,omitempty"`
 }
 
 // LoadHandler reads the handler's configuration. readFile reads host.json.
@@ -107,6 +110,7 @@ func LoadHandler(getenv func(string) string, readFile func(string) ([]byte, erro
 		}
 	}
 	errs = append(errs, c.loadTenancy(getenv, readFile)...)
+	errs = append(errs, c.loadBatch(getenv)...)
 	return c, errors.Join(errs...)
 }
 

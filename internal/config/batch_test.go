@@ -1,0 +1,72 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/offpath/offpath/internal/config"
+)
+
+func TestLoadHandler_Batch(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{"FUNCTIONS_CUSTOMHANDLER_PORT": "8080"}
+	with := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantErr string
+		check   func(t *testing.T, b *config.Batch)
+	}{
+		{name: "off without an endpoint", env: with(), check: func(t *testing.T, b *config.Batch) {
+			if b != nil {
+				t.Errorf("Batch = %+v, want nil", b)
+			}
+		}},
+		{name: "simulator with a key", env: with("OFFPATH_AOAI_ENDPOINT", "http://127.0.0.1:4000/", "OFFPATH_AOAI_API_KEY", "k",
+			"OFFPATH_BATCH_QUOTA", "gpt-4o-mini-batch=5000000, other=10", "OFFPATH_BATCH_POLL_INTERVAL", "5s"),
+			check: func(t *testing.T, b *config.Batch) {
+				if b == nil || b.Endpoint != "http://127.0.0.1:4000" || b.APIKey != "k" || b.Surface != "v1" || b.PollInterval != 5*time.Second ||
+					b.Quota["gpt-4o-mini-batch"] != 5_000_000 || b.Quota["other"] != 10 || b.LeaseTTL <= b.PollInterval {
+					t.Errorf("Batch = %+v", b)
+				}
+			}},
+		{name: "plain http off loopback", env: with("OFFPATH_AOAI_ENDPOINT", "http://res.openai.azure.com"), wantErr: "OFFPATH_AOAI_ENDPOINT"},
+		{name: "endpoint with a path", env: with("OFFPATH_AOAI_ENDPOINT", "https://res.openai.azure.com/openai/v1"), wantErr: "OFFPATH_AOAI_ENDPOINT"},
+		{name: "bad surface", env: with("OFFPATH_AOAI_ENDPOINT", "https://res.openai.azure.com", "OFFPATH_AOAI_SURFACE", "v2"), wantErr: "OFFPATH_AOAI_SURFACE"},
+		{name: "bad quota", env: with("OFFPATH_AOAI_ENDPOINT", "https://res.openai.azure.com", "OFFPATH_BATCH_QUOTA", "dep=lots"), wantErr: "OFFPATH_BATCH_QUOTA"},
+		{name: "bad interval", env: with("OFFPATH_AOAI_ENDPOINT", "https://res.openai.azure.com", "OFFPATH_BATCH_POLL_INTERVAL", "-1s"), wantErr: "OFFPATH_BATCH_POLL_INTERVAL"},
+		{name: "http webhook", env: with("OFFPATH_AOAI_ENDPOINT", "https://res.openai.azure.com", "OFFPATH_ALERT_WEBHOOK_URL", "http://hooks.example/x"), wantErr: "OFFPATH_ALERT_WEBHOOK_URL"},
+		{name: "managed identity needs the blob endpoint", env: with("OFFPATH_AOAI_ENDPOINT", "https://res.openai.azure.com",
+			"OFFPATH_STORAGE__accountName", "offpathstore"), check: func(t *testing.T, b *config.Batch) {
+			if b == nil || b.BlobServiceURL != "https://offpathstore.blob.core.windows.net" {
+				t.Errorf("Batch = %+v, want the account's blob endpoint", b)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := config.LoadHandler(withBase(tt.env), appFiles(t, `{"functionTimeout":"00:10:00"}`))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("LoadHandler error = %v, want one naming %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("LoadHandler: %v", err)
+			}
+			tt.check(t, c.Batch)
+		})
+	}
+}
