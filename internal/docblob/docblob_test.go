@@ -1,0 +1,114 @@
+package docblob_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+
+	"github.com/offpath/offpath/internal/azurite"
+	"github.com/offpath/offpath/internal/docblob"
+)
+
+func newStore(t *testing.T, blockSize int) (*docblob.Store, *azblob.Client) {
+	t.Helper()
+	az := azurite.Start(t)
+	client, err := azblob.NewClientFromConnectionString(az.ConnectionString(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CreateContainer(context.Background(), "incoming", nil); err != nil {
+		t.Fatal(err)
+	}
+	return docblob.New(client, "incoming", "ingested", blockSize), client
+}
+
+func TestStore_OpenPinsTheVersion(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, client := newStore(t, 0)
+	if !strings.HasPrefix(s.AccountURL(), "http://127.0.0.1:") || strings.HasSuffix(s.AccountURL(), "/") {
+		t.Errorf("AccountURL() = %q", s.AccountURL())
+	}
+	up, err := client.UploadBuffer(ctx, "incoming", "acme/a.txt", []byte("first"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	etag := string(*up.ETag)
+	props, err := s.Stat(ctx, "acme/a.txt")
+	if err != nil || props.Size != 5 || strings.Trim(etag, `"`) != props.ETag {
+		t.Fatalf("Stat = %+v, %v (upload ETag %s)", props, err, etag)
+	}
+	for _, tag := range []string{etag, strings.Trim(etag, `"`)} {
+		r, p, err := s.Open(ctx, "acme/a.txt", tag)
+		if err != nil {
+			t.Fatalf("Open(%s) = %v", tag, err)
+		}
+		b, _ := io.ReadAll(r)
+		r.Close()
+		if string(b) != "first" || p.Size != 5 {
+			t.Errorf("Open(%s) read %q, %+v", tag, b, p)
+		}
+	}
+	if _, err := client.UploadBuffer(ctx, "incoming", "acme/a.txt", []byte("second"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Open(ctx, "acme/a.txt", etag); !errors.Is(err, docblob.ErrChanged) {
+		t.Errorf("Open(old ETag) = %v, want ErrChanged", err)
+	}
+	if _, _, err := s.Open(ctx, "acme/gone.txt", etag); !errors.Is(err, docblob.ErrNotFound) {
+		t.Errorf("Open(missing) = %v, want ErrNotFound", err)
+	}
+}
+
+func TestWriter_VisibleOnlyWhenCommitted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := newStore(t, 1024)
+	for _, tc := range []struct {
+		name  string
+		lines int
+	}{{"small.jsonl", 3}, {"large.jsonl", 200}} {
+		w := s.Create("acme/" + tc.name)
+		var want bytes.Buffer
+		want.WriteString("HEAD\n")
+		for i := range tc.lines {
+			line := []byte(strings.Repeat(string(rune('a'+i%26)), 40) + "\n")
+			want.Write(line)
+			if err := w.Write(ctx, line); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, _, err := s.Read(ctx, "acme/"+tc.name); !errors.Is(err, docblob.ErrNotFound) {
+			t.Errorf("%s before Commit: %v, want ErrNotFound (nothing visible)", tc.name, err)
+		}
+		if err := w.Commit(ctx, []byte("HEAD\n"), "application/x-ndjson", map[string]string{"offpath_etag": "0x1"}); err != nil {
+			t.Fatalf("%s: Commit = %v", tc.name, err)
+		}
+		got, p, err := s.Read(ctx, "acme/"+tc.name)
+		if err != nil || !bytes.Equal(got, want.Bytes()) || p.Metadata["offpath_etag"] != "0x1" || p.ContentType != "application/x-ndjson" {
+			t.Errorf("%s: Read = %d bytes (want %d), %+v, %v", tc.name, len(got), want.Len(), p, err)
+		}
+	}
+	// A second result of the same name replaces the first whole.
+	w := s.Create("acme/large.jsonl")
+	if err := w.Write(ctx, []byte("only\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(ctx, nil, "application/x-ndjson", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := s.Read(ctx, "acme/large.jsonl"); err != nil || string(got) != "only\n" {
+		t.Errorf("replaced result = %q, %v", got, err)
+	}
+	if err := s.Delete(ctx, "acme/large.jsonl"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "acme/large.jsonl"); err != nil {
+		t.Errorf("Delete(missing) = %v, want nil", err)
+	}
+}
