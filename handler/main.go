@@ -55,11 +55,20 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return err
 	}
-	mux := invoke.NewMux(logger, invoke.Options{Timeout: cfg.InvocationTimeout})
-	mux.Forward("/api/", api.New(api.Options{
+	batches, err := newBatch(cfg, tenancy, logger)
+	if err != nil {
+		return fmt.Errorf("batch: %w", err)
+	}
+	apiOpts := api.Options{
 		Build: buildInfo(), Started: time.Now(),
 		Auth: tenancy.auth, Tenants: tenancy.tenants, Usage: tenancy.ledger, Catalog: cfg.Catalog,
-	}))
+	}
+	if batches != nil {
+		apiOpts.Batches = batches
+	}
+	mux := invoke.NewMux(logger, invoke.Options{Timeout: cfg.InvocationTimeout})
+	mux.Forward("/api/", api.New(apiOpts))
+	mux.Handle("batch-poll", invoke.TimerTrigger, pollBatches(batches)) // timer: functions/batch-poll
 
 	srv := &http.Server{
 		Handler:           mux,
@@ -68,7 +77,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	logger.Info().Int("port", cfg.Port).Dur("invocation_timeout", cfg.InvocationTimeout).Str("version", version).
 		Str("storage", cfg.Storage.Setting).Str("table_service_url", cfg.Storage.TableServiceURL).
 		Str("models", cfg.ModelsSource).Strs("aliases", cfg.Catalog.Names()).
-		Int("admin_keys", cfg.AdminKeys).Bool("entra", cfg.Entra != nil).Msg("handler listening")
+		Int("admin_keys", cfg.AdminKeys).Bool("entra", cfg.Entra != nil).Bool("batch", batches != nil).Msg("handler listening")
 	if cfg.AdminKeys == 0 {
 		logger.Warn().Msg("OFFPATH_ADMIN_KEY_SHA256 is not set: the admin API refuses every request")
 	}

@@ -132,6 +132,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			log.Error().Err(err).Msg("the first call through the dev host failed")
 		} else if err := showUsage(ctx, stdout, host.URL(), key, seeded.keys.Tenants["contoso"]); err != nil {
 			log.Error().Err(err).Msg("the usage call through the dev host failed")
+		} else if err := showBatch(ctx, stdout, host.URL(), key, settings["DEVHOST_MASTER_KEY"], seeded.keys.Tenants["contoso"], 90*time.Second); err != nil {
+			log.Error().Err(err).Msg("the demo batch job did not make it through")
+		} else if err := showUsage(ctx, stdout, host.URL(), key, seeded.keys.Tenants["contoso"]); err != nil {
+			log.Error().Err(err).Msg("the usage call through the dev host failed")
 		}
 	}
 	return <-done

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/rs/zerolog"
+
+	"github.com/offpath/offpath/internal/alert"
+	"github.com/offpath/offpath/internal/batch"
+	"github.com/offpath/offpath/internal/batchapi"
+	"github.com/offpath/offpath/internal/blobstore"
+	"github.com/offpath/offpath/internal/config"
+	"github.com/offpath/offpath/internal/invoke"
+	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/tablestore"
+)
+
+// devBlobStorage is what "UseDevelopmentStorage=true" means for blobs:
+// Azurite's well-known account on its default blob port.
+const devBlobStorage = "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;" +
+	"AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;" +
+	"BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;"
+
+// newBatch builds the batch control plane from the configuration, or
+// returns nil when it is not configured. It does no I/O.
+func newBatch(cfg config.Handler, t tenancy, logger zerolog.Logger) (*batch.Service, error) {
+	b := cfg.Batch
+	if b == nil {
+		return nil, nil
+	}
+	ac := batchapi.Config{Endpoint: b.Endpoint, Surface: batchapi.Surface(b.Surface), APIVersion: b.APIVersion,
+		APIKey: b.APIKey, AllowLoopbackHTTP: true}
+	if ac.APIKey == "" {
+		cred, err := credential(b.ClientID)
+		if err != nil {
+			return nil, fmt.Errorf("azure openai credential: %w", err)
+		}
+		ac.Credential = cred
+	}
+	azure, err := batchapi.New(ac, nil, logger)
+	if err != nil {
+		return nil, err
+	}
+	blobs, err := blobClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	tables, err := tableService(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return batch.New(batch.Options{
+		Jobs: tablestore.NewJobs(tables, tablestore.DefaultJobsTable, nil), Blobs: blobstore.New(blobs, blobstore.Options{}),
+		Azure: azure, Ledger: t.ledger, Budgets: ledger.NewBudgets(t.ledger), Catalog: cfg.Catalog,
+		Alerts: alert.New(b.AlertWebhook, nil), Logger: logger, Quota: b.Quota,
+		PollInterval: b.PollInterval, LeaseTTL: b.LeaseTTL, Concurrency: b.Concurrency,
+		HeldAlert: b.HeldAlert, OverdueMargin: b.OverdueMargin, OutputExpiry: batchapi.DefaultOutputExpiry,
+	})
+}
+
+// blobClient reaches the storage account's blobs the way the tables are
+// reached: by connection string, or by URL with the managed identity.
+func blobClient(cfg config.Handler) (*azblob.Client, error) {
+	cs := cfg.Storage.ConnectionString
+	if cs != "" {
+		if strings.EqualFold(strings.TrimRight(strings.TrimSpace(cs), ";"), "UseDevelopmentStorage=true") {
+			cs = devBlobStorage
+		}
+		c, err := azblob.NewClientFromConnectionString(cs, nil)
+		if err != nil {
+			// The SDK's message may quote the connection string.
+			return nil, fmt.Errorf("%s: the storage connection string is malformed", cfg.Storage.Setting)
+		}
+		return c, nil
+	}
+	cred, err := credential(cfg.Storage.ClientID)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.Storage.Setting, err)
+	}
+	c, err := azblob.NewClient(cfg.Batch.BlobServiceURL, cred, nil)
+	if err != nil {
+		return nil, fmt.Errorf("blob client for %s: %w", cfg.Batch.BlobServiceURL, err)
+	}
+	return c, nil
+}
+
+func tableService(cfg config.Handler) (*aztables.ServiceClient, error) {
+	conn := tablestore.Connection{ConnectionString: cfg.Storage.ConnectionString, ServiceURL: cfg.Storage.TableServiceURL}
+	if conn.ConnectionString == "" {
+		var cred azcore.TokenCredential
+		cred, err := credential(cfg.Storage.ClientID)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", cfg.Storage.Setting, err)
+		}
+		conn.Credential = cred
+	}
+	return tablestore.NewServiceClient(conn)
+}
+
+// pollBatches is the batch-poll timer function: one tick of the batch
+// control plane. A tick that cannot even list the active jobs is transient
+// (the host logs it and the next occurrence tries again); failures of
+// single jobs are logged by the tick and do not fail it.
+func pollBatches(svc *batch.Service) invoke.Func {
+	return func(ctx context.Context, req *invoke.Request) (invoke.Result, error) {
+		if svc == nil {
+			zerolog.Ctx(ctx).Warn().Msg("batch-poll fired but OFFPATH_AOAI_ENDPOINT is not set: nothing to do")
+			return invoke.Result{}, nil
+		}
+		if timer, err := req.Timer("timer"); err == nil && timer.IsPastDue {
+			zerolog.Ctx(ctx).Info().Msg("batch-poll is past due")
+		}
+		if _, err := svc.Poll(ctx); err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				return invoke.Result{}, fmt.Errorf("batch poll ran out of time: %w", err)
+			}
+			return invoke.Result{}, err
+		}
+		return invoke.Result{}, nil
+	}
+}
