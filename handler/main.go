@@ -69,6 +69,9 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	mux := invoke.NewMux(logger, invoke.Options{Timeout: cfg.InvocationTimeout})
 	mux.Forward("/api/", api.New(apiOpts))
 	mux.Handle("batch-poll", invoke.TimerTrigger, pollBatches(batches)) // timer: functions/batch-poll
+	if err := registerIngest(mux, cfg, tenancy, logger); err != nil {
+		return err
+	}
 
 	srv := &http.Server{
 		Handler:           mux,

@@ -56,6 +56,8 @@ type Handler struct {
 	// Batch configures the batch control plane; nil without
 	// OFFPATH_AOAI_ENDPOINT (see Batch).
 	Batch *Batch `json:"batch,omitempty"`
+	// Ingest configures the queue path (see Ingest).
+	Ingest Ingest `json:"ingest"`
 }
 
 // LoadHandler reads the handler's configuration. readFile reads host.json.
@@ -111,6 +113,7 @@ func LoadHandler(getenv func(string) string, readFile func(string) ([]byte, erro
 	}
 	errs = append(errs, c.loadTenancy(getenv, readFile)...)
 	errs = append(errs, c.loadBatch(getenv)...)
+	errs = append(errs, c.loadIngest(getenv, readFile)...)
 	return c, errors.Join(errs...)
 }
 

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/rs/zerolog"
+
+	"github.com/offpath/offpath/internal/chunk"
+	"github.com/offpath/offpath/internal/claimcheck"
+	"github.com/offpath/offpath/internal/config"
+	"github.com/offpath/offpath/internal/docblob"
+	"github.com/offpath/offpath/internal/ingest"
+	"github.com/offpath/offpath/internal/invoke"
+	"github.com/offpath/offpath/internal/llm"
+	"github.com/offpath/offpath/internal/ratelimit"
+	"github.com/offpath/offpath/internal/tablestore"
+)
+
+// registerIngest registers the queue path's functions. When the queue path
+// cannot run (no Azure OpenAI endpoint, no ingestion alias in the catalog,
+// no blob endpoint) they answer with a transient failure that says why, so
+// documents wait in the queue (and eventually the dead-letter queue)
+// rather than being lost; the reason is also logged at start-up.
+func registerIngest(mux *invoke.Mux, cfg config.Handler, t tenancy, logger zerolog.Logger) error {
+	var enqueue, process, heavy invoke.Func
+	enq, proc, err := newIngest(cfg, t, logger)
+	switch {
+	case errors.Is(err, errIngestOff):
+		logger.Warn().Err(err).Msg("the queue path is not configured: the ingest functions fail until it is")
+		off := func(context.Context, *invoke.Request) (invoke.Result, error) { return invoke.Result{}, err }
+		enqueue, process, heavy = off, off, off
+	case err != nil:
+		return fmt.Errorf("queue path: %w", err)
+	default:
+		policy := enq.Rules().Policy()
+		enqueue = ingest.EnqueueFunc(enq)
+		process = ingest.ProcessFunc(proc, policy.LightQueue)
+		heavy = ingest.ProcessFunc(proc, policy.HeavyQueue)
+	}
+	mux.Handle(ingest.EnqueueFunction, invoke.BlobTrigger, enqueue)          // blob: incoming/{name}, functions/ingest-enqueue
+	mux.Handle(ingest.ProcessFunction, invoke.ServiceBusTrigger, process)    // Service Bus: doc-ingest
+	mux.Handle(ingest.ProcessHeavyFunction, invoke.ServiceBusTrigger, heavy) // Service Bus: doc-ingest-heavy (AKS)
+	return nil
+}
+
+// errIngestOff marks a queue path that is not configured.
+var errIngestOff = errors.New("queue path not configured")
+
+// newIngest builds the enqueuer and the processor. It does no I/O.
+func newIngest(cfg config.Handler, t tenancy, logger zerolog.Logger) (*ingest.Enqueuer, *ingest.Processor, error) {
+	in := cfg.Ingest
+	if in.AOAI == nil {
+		return nil, nil, fmt.Errorf("%w: OFFPATH_AOAI_ENDPOINT is not set", errIngestOff)
+	}
+	alias, ok := cfg.Catalog.Alias(in.Alias)
+	if !ok || alias.Queue == nil || alias.Embedding == nil {
+		return nil, nil, fmt.Errorf("%w: the model catalog (%s) has no alias %q with a queue and an embedding deployment", errIngestOff, cfg.ModelsSource, in.Alias)
+	}
+	blobs, err := ingestBlobClient(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	store := docblob.New(blobs, claimcheck.DefaultContainer, ingest.DefaultResultsContainer, 0)
+	rules, err := claimcheck.NewRules(claimcheck.Policy{AccountURL: store.AccountURL(), MaxDocumentBytes: in.MaxDocumentBytes, HeavyThreshold: in.HeavyThreshold})
+	if err != nil {
+		return nil, nil, err
+	}
+	tables, err := tableService(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	models, limits, err := newModels(in.AOAI, alias.Queue.Name, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	o := ingest.Options{
+		Rules: rules, Catalog: cfg.Catalog, Alias: in.Alias, Tenants: t.tenants,
+		Statuses: tablestore.NewDocuments(tables, "", nil), Ledger: t.ledger, Models: models, Blobs: ingest.BlobStore(store),
+		Chunk: chunk.Options{Size: in.ChunkTokens, Overlap: in.ChunkOverlap}, Budget: in.Budget,
+	}
+	enq, err := ingest.NewEnqueuer(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	proc, err := ingest.NewProcessor(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	logger.Info().Str("alias", in.Alias).Str("chat", alias.Queue.Name).Str("embedding", alias.Embedding.Name).
+		Interface("limits", limits).Dur("budget", in.Budget).Int64("heavy_threshold", in.HeavyThreshold).
+		Int64("max_document_bytes", in.MaxDocumentBytes).Msg("queue path ready")
+	return enq, proc, nil
+}
+
+// newModels builds the model client and its per-deployment rate limiter
+// (shared by every invocation of this process).
+func newModels(a *config.AOAI, chat string, logger zerolog.Logger) (*llm.Client, map[string]ratelimit.Limits, error) {
+	limits := map[string]ratelimit.Limits{}
+	for name, l := range a.Limits {
+		limits[name] = ratelimit.Limits{TPM: l.TPM, RPM: l.RPM}
+	}
+	if a.ChatTPM > 0 || a.ChatRPM > 0 {
+		limits[chat] = ratelimit.Limits{TPM: a.ChatTPM, RPM: a.ChatRPM}
+	}
+	var limiter llm.Limiter
+	if len(limits) > 0 {
+		set, err := ratelimit.NewSet(limits, ratelimit.Options{})
+		if err != nil {
+			return nil, nil, err
+		}
+		limiter = set
+	}
+	c := llm.Config{Endpoint: a.Endpoint, APIVersion: a.APIVersion, APIKey: a.APIKey, AllowHTTP: true,
+		MaxAttempts: a.MaxAttempts, BaseBackoff: a.BaseBackoff, MaxBackoff: a.MaxBackoff}
+	if c.APIKey == "" {
+		cred, err := credential(a.ClientID)
+		if err != nil {
+			return nil, nil, fmt.Errorf("azure openai credential: %w", err)
+		}
+		c.Credential = cred
+	}
+	client, err := llm.New(c, limiter, logger)
+	return client, limits, err
+}
+
+// ingestBlobClient reaches the documents the way the tables are reached:
+// by connection string, or by URL with the managed identity.
+func ingestBlobClient(cfg config.Handler) (*azblob.Client, error) {
+	if cs := cfg.Storage.ConnectionString; cs != "" {
+		if strings.EqualFold(strings.TrimRight(strings.TrimSpace(cs), ";"), "UseDevelopmentStorage=true") {
+			cs = devBlobStorage
+		}
+		c, err := azblob.NewClientFromConnectionString(cs, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%s: the storage connection string is malformed", cfg.Storage.Setting)
+		}
+		return c, nil
+	}
+	if cfg.Ingest.BlobServiceURL == "" {
+		return nil, fmt.Errorf("%w: %s__blobServiceUri is not set", errIngestOff, cfg.Storage.Setting)
+	}
+	cred, err := credential(cfg.Storage.ClientID)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.Storage.Setting, err)
+	}
+	c, err := azblob.NewClient(cfg.Ingest.BlobServiceURL, cred, nil)
+	if err != nil {
+		return nil, fmt.Errorf("blob client for %s: %w", cfg.Ingest.BlobServiceURL, err)
+	}
+	return c, nil
+}

@@ -1,0 +1,235 @@
+package config
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Ingest configures the queue path: the ingest-enqueue and ingest-process
+// functions.
+type Ingest struct {
+	// Alias is OFFPATH_INGEST_ALIAS (default "ingest"): the model alias
+	// documents are ingested with; tenants must be allowed it.
+	Alias string `json:"alias"`
+	// MaxDocumentBytes is OFFPATH_INGEST_MAX_BYTES (default 100 MiB);
+	// HeavyThreshold OFFPATH_INGEST_HEAVY_BYTES (default 8 MiB), the size
+	// from which documents go to the heavy queue (AKS).
+	MaxDocumentBytes int64 `json:"max_document_bytes"`
+	HeavyThreshold   int64 `json:"heavy_threshold"`
+	// ChunkTokens and ChunkOverlap are OFFPATH_INGEST_CHUNK_TOKENS and
+	// OFFPATH_INGEST_CHUNK_OVERLAP (0: package chunk's 512 and 64).
+	ChunkTokens  int `json:"chunk_tokens,omitempty"`
+	ChunkOverlap int `json:"chunk_overlap,omitempty"`
+	// BlobServiceURL is where documents and results live when storage is
+	// reached with a managed identity (<setting>__blobServiceUri, or from
+	// __accountName); empty with a connection string.
+	BlobServiceURL string `json:"blob_service_url,omitempty"`
+	// Budget is how long processing one message may take, waits for 429s
+	// and 5xx included: the invocation timeout, or less if host.json's
+	// Service Bus maxAutoLockRenewalDuration is shorter than it (less a
+	// tenth, at least 5 s), so the host never loses the lock of a message
+	// being processed.
+	Budget time.Duration `json:"budget"`
+
+	// AOAI is the Azure OpenAI client of the queue path; nil without
+	// OFFPATH_AOAI_ENDPOINT (the process functions then fail transiently,
+	// and messages wait in the queue).
+	AOAI *AOAI `json:"aoai,omitempty"`
+}
+
+// AOAI configures the queue path's model client and its rate limiter.
+type AOAI struct {
+	// Endpoint, APIKey and ClientID are OFFPATH_AOAI_ENDPOINT,
+	// OFFPATH_AOAI_API_KEY (local development; secret) and
+	// OFFPATH_AOAI_CLIENT_ID (a user-assigned identity), shared with the
+	// batch path.
+	Endpoint string `json:"endpoint"`
+	APIKey   string `json:"-"`
+	ClientID string `json:"client_id,omitempty"`
+	// APIVersion is OFFPATH_AOAI_API_VERSION (empty: package llm's GA
+	// default).
+	APIVersion string `json:"api_version,omitempty"`
+	// MaxAttempts, BaseBackoff and MaxBackoff are OFFPATH_AOAI_MAX_ATTEMPTS,
+	// OFFPATH_AOAI_BASE_BACKOFF and OFFPATH_AOAI_MAX_BACKOFF (0: package
+	// llm's defaults, 6, 500ms and 8s).
+	MaxAttempts int           `json:"max_attempts,omitempty"`
+	BaseBackoff time.Duration `json:"base_backoff,omitempty"`
+	MaxBackoff  time.Duration `json:"max_backoff,omitempty"`
+	// Limits are each deployment's per-instance budget for the rate
+	// limiter, tokens and requests per minute. From OFFPATH_AOAI_LIMITS
+	// (JSON {"deployment": {"tpm": N, "rpm": N}}, the deployments' whole
+	// quotas) divided by OFFPATH_AOAI_INSTANCES (the planned instance
+	// count, default 1); OFFPATH_AOAI_TPM_BUDGET and OFFPATH_AOAI_RPM_BUDGET
+	// (already per instance, written by `offpath sizing`) set the budget of
+	// the ingestion alias's chat deployment. No limits: no limiter.
+	Limits map[string]Limit `json:"limits,omitempty"`
+	// Instances is OFFPATH_AOAI_INSTANCES.
+	Instances int `json:"instances"`
+	// ChatTPM and ChatRPM are OFFPATH_AOAI_TPM_BUDGET and _RPM_BUDGET,
+	// applied to the chat deployment once the catalog is known.
+	ChatTPM int64 `json:"chat_tpm_budget,omitempty"`
+	ChatRPM int64 `json:"chat_rpm_budget,omitempty"`
+}
+
+// Limit is a deployment's tokens and requests per minute.
+type Limit struct {
+	TPM int64 `json:"tpm"`
+	RPM int64 `json:"rpm"`
+}
+
+// loadIngest reads the queue path's settings.
+func (c *Handler) loadIngest(getenv func(string) string, readFile func(string) ([]byte, error)) []error {
+	var errs []error
+	in := Ingest{Alias: cmp.Or(getenv("OFFPATH_INGEST_ALIAS"), "ingest"), MaxDocumentBytes: 100 << 20, HeavyThreshold: 8 << 20}
+	for _, s := range []struct {
+		name string
+		dst  *int64
+	}{{"OFFPATH_INGEST_MAX_BYTES", &in.MaxDocumentBytes}, {"OFFPATH_INGEST_HEAVY_BYTES", &in.HeavyThreshold}} {
+		if v := getenv(s.name); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 1 {
+				errs = append(errs, fmt.Errorf("%s %q: must be a positive number of bytes", s.name, v))
+				continue
+			}
+			*s.dst = n
+		}
+	}
+	for _, s := range []struct {
+		name string
+		dst  *int
+	}{{"OFFPATH_INGEST_CHUNK_TOKENS", &in.ChunkTokens}, {"OFFPATH_INGEST_CHUNK_OVERLAP", &in.ChunkOverlap}} {
+		if v := getenv(s.name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 8191 {
+				errs = append(errs, fmt.Errorf("%s %q: must be a number of tokens within 1..8191", s.name, v))
+				continue
+			}
+			*s.dst = n
+		}
+	}
+	if c.Storage.ConnectionString == "" && c.Storage.Setting != "" {
+		switch uri, account := getenv(c.Storage.Setting+"__blobServiceUri"), getenv(c.Storage.Setting+"__accountName"); {
+		case uri != "":
+			in.BlobServiceURL = strings.TrimRight(uri, "/")
+		case account != "":
+			in.BlobServiceURL = "https://" + account + ".blob.core.windows.net"
+		default:
+			if getenv("OFFPATH_AOAI_ENDPOINT") != "" {
+				errs = append(errs, fmt.Errorf("%s__blobServiceUri or __accountName is needed for the documents of the queue path", c.Storage.Setting))
+			}
+		}
+	}
+
+	in.Budget = c.InvocationTimeout
+	if host, err := readFile(filepath.Join(c.AppRoot, "host.json")); err == nil {
+		var h struct {
+			Extensions struct {
+				ServiceBus struct {
+					MaxAutoLockRenewalDuration string `json:"maxAutoLockRenewalDuration"`
+				} `json:"serviceBus"`
+			} `json:"extensions"`
+		}
+		if err := json.Unmarshal(host, &h); err == nil {
+			s := cmp.Or(h.Extensions.ServiceBus.MaxAutoLockRenewalDuration, "00:05:00") // the extension's default
+			if d, err := ParseTimeSpan(s); err != nil {
+				errs = append(errs, fmt.Errorf("host.json extensions.serviceBus.maxAutoLockRenewalDuration: %w", err))
+			} else if d > 0 {
+				if lock := d - max(d/10, 5*time.Second); lock < in.Budget {
+					in.Budget = lock
+				}
+			}
+		}
+	}
+	if in.Budget <= 0 {
+		errs = append(errs, fmt.Errorf("the Service Bus lock renewal leaves no time to process a message"))
+	}
+
+	if endpoint := strings.TrimRight(getenv("OFFPATH_AOAI_ENDPOINT"), "/"); endpoint != "" {
+		a, aerrs := loadAOAI(getenv, endpoint)
+		in.AOAI, errs = a, append(errs, aerrs...)
+	}
+	c.Ingest = in
+	return errs
+}
+
+func loadAOAI(getenv func(string) string, endpoint string) (*AOAI, []error) {
+	var errs []error
+	a := &AOAI{Endpoint: endpoint, APIKey: getenv("OFFPATH_AOAI_API_KEY"), ClientID: getenv("OFFPATH_AOAI_CLIENT_ID"),
+		APIVersion: getenv("OFFPATH_AOAI_API_VERSION"), Instances: 1}
+	if v := getenv("OFFPATH_AOAI_MAX_ATTEMPTS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 20 {
+			errs = append(errs, fmt.Errorf("OFFPATH_AOAI_MAX_ATTEMPTS %q: must be within 1..20", v))
+		}
+		a.MaxAttempts = n
+	}
+	for _, d := range []struct {
+		name string
+		dst  *time.Duration
+	}{{"OFFPATH_AOAI_BASE_BACKOFF", &a.BaseBackoff}, {"OFFPATH_AOAI_MAX_BACKOFF", &a.MaxBackoff}} {
+		if s := getenv(d.name); s != "" {
+			v, err := time.ParseDuration(s)
+			if err != nil || v <= 0 {
+				errs = append(errs, fmt.Errorf("%s %q: must be a positive duration", d.name, s))
+				continue
+			}
+			*d.dst = v
+		}
+	}
+	if v := getenv("OFFPATH_AOAI_INSTANCES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10_000 {
+			errs = append(errs, fmt.Errorf("OFFPATH_AOAI_INSTANCES %q: must be within 1..10000", v))
+		} else {
+			a.Instances = n
+		}
+	}
+	if v := getenv("OFFPATH_AOAI_LIMITS"); v != "" {
+		var quotas map[string]Limit
+		if err := json.Unmarshal([]byte(v), &quotas); err != nil {
+			errs = append(errs, fmt.Errorf(`OFFPATH_AOAI_LIMITS: want {"deployment": {"tpm": N, "rpm": N}}: %w`, err))
+		}
+		a.Limits = map[string]Limit{}
+		for _, name := range slices.Sorted(maps.Keys(quotas)) {
+			q := quotas[name]
+			if q.TPM < 0 || q.RPM < 0 {
+				errs = append(errs, fmt.Errorf("OFFPATH_AOAI_LIMITS %s: negative limit", name))
+				continue
+			}
+			a.Limits[name] = Limit{TPM: share(q.TPM, a.Instances), RPM: share(q.RPM, a.Instances)}
+		}
+	}
+	for _, s := range []struct {
+		name string
+		dst  *int64
+	}{{"OFFPATH_AOAI_TPM_BUDGET", &a.ChatTPM}, {"OFFPATH_AOAI_RPM_BUDGET", &a.ChatRPM}} {
+		if v := getenv(s.name); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				errs = append(errs, fmt.Errorf("%s %q: must be a number ≥ 0", s.name, v))
+				continue
+			}
+			*s.dst = n
+		}
+	}
+	if a.APIKey == "" && strings.HasPrefix(endpoint, "http://") {
+		errs = append(errs, errors.New("OFFPATH_AOAI_API_KEY is needed for a plain-http (local) endpoint"))
+	}
+	return a, errs
+}
+
+// share is a deployment's limit divided among instances, at least 1.
+func share(v int64, instances int) int64 {
+	if v <= 0 {
+		return 0
+	}
+	return max(v/int64(max(instances, 1)), 1)
+}

@@ -1,0 +1,440 @@
+package ingest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/offpath/offpath/internal/catalog"
+	"github.com/offpath/offpath/internal/chunk"
+	"github.com/offpath/offpath/internal/claimcheck"
+	"github.com/offpath/offpath/internal/docblob"
+	"github.com/offpath/offpath/internal/document"
+	"github.com/offpath/offpath/internal/extract"
+	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/llm"
+	"github.com/offpath/offpath/internal/outcome"
+	"github.com/offpath/offpath/internal/tokens"
+)
+
+// Delivery is one Service Bus delivery of a claim check.
+type Delivery struct {
+	Body      []byte
+	MessageID string
+	// DeliveryCount is 1 on the first delivery.
+	DeliveryCount int
+	// EnqueuedTime is when the message was sent; it dates the ledger rows,
+	// so that every redelivery writes the same ones.
+	EnqueuedTime time.Time
+	// Queue is the queue the message came from.
+	Queue string
+}
+
+// Processor is the ingest-process functions' logic. It is safe for
+// concurrent use; build one per process, so that its tenant cache and the
+// Models' rate limiter are shared by every invocation.
+type Processor struct {
+	o       Options
+	tenants *tenantCache
+}
+
+// NewProcessor returns a Processor.
+func NewProcessor(o Options) (*Processor, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	if o.Ledger == nil || o.Models == nil || o.Blobs == nil {
+		return nil, errors.New("ingest: the processor needs a ledger, models and blobs")
+	}
+	return &Processor{o: o, tenants: &tenantCache{src: o.Tenants, ttl: o.TenantTTL, now: o.Now}}, nil
+}
+
+// Process redeems one claim check and returns the document's status. The
+// error is nil for done, an outcome.Error for refused and rejected (both
+// recorded), and anything else for a transient failure: the message should
+// be abandoned and redelivered.
+func (p *Processor) Process(ctx context.Context, d Delivery) (document.Status, error) {
+	if p.o.Budget > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.o.Budget)
+		defer cancel()
+	}
+	msg, err := p.o.Rules.Decode(d.Body)
+	if err != nil {
+		return p.rejectMessage(ctx, d, err)
+	}
+	name, err := p.o.Rules.ParseURL(msg.BlobURL)
+	if err != nil { // Decode validated it
+		return p.rejectMessage(ctx, d, outcome.Reject("invalid claim check", err))
+	}
+	log := zerolog.Ctx(ctx).With().Str("tenant", msg.Tenant).Str("correlation_id", msg.CorrelationID).
+		Int("delivery_count", d.DeliveryCount).Logger()
+	ctx = log.WithContext(ctx)
+
+	st, err := p.o.Statuses.Get(ctx, msg.Tenant, name.Name)
+	if err != nil && !errors.Is(err, document.ErrNotFound) {
+		return document.Status{}, err
+	}
+	if err == nil && st.SameVersion(msg.ETag) && st.State.Final() {
+		log.Info().Str("state", string(st.State)).Msg("this version is processed already; nothing to do")
+		return st, nil
+	}
+	j := &job{p: p, msg: msg, name: name, d: d, log: log, started: p.o.Now().UTC()}
+	return j.run(ctx)
+}
+
+// rejectMessage records a claim check that names no document it may
+// touch (malformed, outside the incoming container, another tenant's
+// folder) in the unattributed partition: never under a tenant, whose
+// records such a message must not be able to change.
+func (p *Processor) rejectMessage(ctx context.Context, d Delivery, cause error) (document.Status, error) {
+	now := p.o.Now().UTC()
+	key := "message " + d.MessageID
+	if d.MessageID == "" {
+		sum := sha256.Sum256(d.Body)
+		key = "message sha256:" + hex.EncodeToString(sum[:16])
+	}
+	st := document.Status{
+		Name: document.Printable(key), Size: int64(len(d.Body)), Queue: d.Queue, State: document.Rejected,
+		Reason: reason(cause), Deliveries: d.DeliveryCount, Enqueued: d.EnqueuedTime.UTC(), Finished: now,
+	}
+	st, err := p.o.Statuses.Put(ctx, key, st)
+	if err != nil {
+		return st, fmt.Errorf("record the rejected message (%s): %w", reason(cause), err)
+	}
+	return st, cause
+}
+
+// job is the processing of one delivery.
+type job struct {
+	p       *Processor
+	msg     claimcheck.Message
+	name    claimcheck.BlobName
+	d       Delivery
+	log     zerolog.Logger
+	started time.Time
+
+	chat, embed catalog.Deployment
+	meta        docMeta
+	chunks      int
+	textBytes   int64
+	embedUsage  llm.Usage
+	embedTrace  llm.Trace
+	chatUsage   llm.Usage
+	chatTrace   llm.Trace
+	embedModel  string
+	refusedAt   string // deployment whose refusal ended or marked the job
+	opened      bool   // the blob matched the claim check's ETag
+}
+
+func (j *job) run(ctx context.Context) (document.Status, error) {
+	st, err := j.process(ctx)
+	if err == nil {
+		return st, nil
+	}
+	switch outcome.Of(err) {
+	case outcome.Rejected, outcome.Refused:
+		return j.finishEarly(ctx, err)
+	default:
+		j.retrying(ctx, err)
+		return document.Status{}, err
+	}
+}
+
+// process does the work; it returns the final status on success (done, or
+// refused after a refused summary) and an error otherwise.
+func (j *job) process(ctx context.Context) (document.Status, error) {
+	p := j.p
+	if err := p.tenants.admit(ctx, j.msg.Tenant, j.msg.ModelAlias); err != nil {
+		return document.Status{}, err
+	}
+	alias, ok := p.o.Catalog.Alias(j.msg.ModelAlias)
+	if !ok || alias.Queue == nil || alias.Embedding == nil {
+		return document.Status{}, outcome.Reject("alias cannot ingest", fmt.Errorf("alias %q needs a queue and an embedding deployment in the model catalog", j.msg.ModelAlias))
+	}
+	j.chat, j.embed = *alias.Queue, *alias.Embedding
+	kind, err := extract.KindOf(j.name.Name, j.msg.ContentType)
+	if err != nil {
+		return document.Status{}, err
+	}
+
+	body, _, err := p.o.Blobs.Open(ctx, j.name.Name, j.msg.ETag)
+	switch {
+	case errors.Is(err, docblob.ErrNotFound):
+		return document.Status{}, outcome.Reject("blob is gone", err)
+	case errors.Is(err, docblob.ErrChanged):
+		return document.Status{}, outcome.Reject("blob changed since it was enqueued", err)
+	case err != nil:
+		return document.Status{}, err
+	}
+	defer body.Close()
+	j.opened = true
+	if _, err := j.save(ctx, func(st *document.Status) {
+		st.State, st.Reason, st.Started, st.Finished = document.Processing, "", j.started, time.Time{}
+		st.Deliveries = j.d.DeliveryCount
+	}); err != nil {
+		return document.Status{}, err
+	}
+
+	x, err := extract.New(kind, body, extract.Options{MaxInputBytes: p.o.Rules.Policy().MaxDocumentBytes})
+	if err != nil {
+		return document.Status{}, err
+	}
+	sp, err := chunk.New(x, p.o.Chunk)
+	if err != nil {
+		return document.Status{}, err
+	}
+	j.meta = docMeta{ID: documentID(j.name.Name), Tenant: j.msg.Tenant, Path: j.name.Path, URL: j.msg.BlobURL,
+		ETag: j.msg.ETag, ContentType: j.msg.ContentType, CorrelationID: j.msg.CorrelationID}
+	j.meta.encode()
+	w := p.o.Blobs.NewResult(j.resultName())
+
+	headLimit := tokens.MaxBytes(p.o.SummaryInputTokens)
+	head := make([]byte, 0, min(headLimit, 64<<10))
+	var group []chunk.Chunk
+	groupTokens := 0
+	var line []byte
+	flush := func() error {
+		if len(group) == 0 {
+			return nil
+		}
+		texts := make([]string, len(group))
+		for i, c := range group {
+			texts[i] = c.Text
+		}
+		emb, err := p.o.Models.Embed(ctx, j.embed.Name, texts)
+		j.embedUsage.Add(emb.Usage)
+		j.embedTrace.Requests += emb.Trace.Requests
+		j.embedTrace.Attempts += emb.Trace.Attempts
+		j.embedTrace.Throttled += emb.Trace.Throttled
+		j.embedTrace.Waited += emb.Trace.Waited
+		if emb.Model != "" {
+			j.embedModel = emb.Model
+		}
+		if err != nil {
+			if outcome.Of(err) == outcome.Refused {
+				j.refusedAt = j.embed.Name
+			}
+			return err
+		}
+		for i, c := range group {
+			if line, err = appendChunkLine(line[:0], &j.meta, c, emb.Vectors[i]); err != nil {
+				return outcome.Retry(err, 0)
+			}
+			if err := w.Write(ctx, line); err != nil {
+				return err
+			}
+		}
+		group, groupTokens = group[:0], 0
+		return nil
+	}
+	for c, err := range sp.All() {
+		if err != nil {
+			return document.Status{}, err
+		}
+		j.chunks++
+		j.textBytes += int64(len(c.Text) - c.Overlap)
+		if room := headLimit - len(head); room > 0 {
+			head = append(head, c.Text[c.Overlap:][:min(room, len(c.Text)-c.Overlap)]...)
+		}
+		if len(group) == p.o.EmbedBatch || (len(group) > 0 && groupTokens+c.Tokens > p.o.EmbedBatchTokens) {
+			if err := flush(); err != nil {
+				return document.Status{}, err
+			}
+		}
+		group = append(group, c)
+		groupTokens += c.Tokens
+	}
+	if err := flush(); err != nil {
+		return document.Status{}, err
+	}
+
+	sum, err := p.o.Models.Summarize(ctx, j.chat.Name, string(head), p.o.SummaryMaxTokens)
+	j.chatUsage, j.chatTrace = sum.Usage, sum.Trace
+	var summaryRefusal *llm.Refusal
+	if err != nil {
+		if outcome.Of(err) != outcome.Refused || !errors.As(err, &summaryRefusal) {
+			return document.Status{}, err
+		}
+		j.refusedAt = j.chat.Name
+		j.log.Warn().Str("stage", summaryRefusal.Stage).Strs("categories", summaryRefusal.Categories).
+			Msg("the content filter refused the summary; the chunks are indexed without it")
+	}
+
+	// Meter, then publish, then say done: a result is never visible
+	// unmetered, and a crash anywhere before the status redoes it all.
+	if err := j.meter(ctx); err != nil {
+		return document.Status{}, err
+	}
+	doc := documentLine{Kind: "document", docMeta: j.meta, Size: j.msg.Size, Chunks: j.chunks,
+		EmbeddingModel: j.embedModel, ChatModel: sum.Model, Processed: p.o.Now().UTC()}
+	state := document.Done
+	if summaryRefusal != nil {
+		doc.SummaryRefused = &refusal{Stage: summaryRefusal.Stage, Categories: summaryRefusal.Categories}
+		state = document.Refused
+	} else {
+		doc.Summary, doc.Keywords, doc.SummaryTruncated = sum.Text, sum.Keywords, sum.Truncated
+	}
+	if err := w.Commit(ctx, doc.encode(), ResultContentType, map[string]string{
+		"offpath_etag": j.msg.ETag, "offpath_state": string(state), "offpath_chunks": strconv.Itoa(j.chunks),
+		"offpath_correlation_id": j.msg.CorrelationID,
+	}); err != nil {
+		return document.Status{}, err
+	}
+	st, err := j.save(ctx, func(st *document.Status) {
+		j.finished(st, state)
+		st.Result = p.o.ResultsContainer + "/" + j.resultName()
+		if summaryRefusal != nil {
+			st.Reason = reason(err)
+		}
+	})
+	if err != nil {
+		return document.Status{}, err
+	}
+	j.log.Info().Str("state", string(state)).Int("chunks", j.chunks).Int64("prompt_tokens", st.Usage.PromptTokens).
+		Int64("completion_tokens", st.Usage.CompletionTokens).Int64("throttled", st.Usage.Throttled).
+		Dur("took", st.Duration()).Msg("document processed")
+	if summaryRefusal != nil {
+		return st, outcome.Refuse(reason(err))
+	}
+	return st, nil
+}
+
+// finishEarly records a rejection or a refusal that left no result: the
+// usage so far is metered (it was spent), and a result of an earlier
+// version is removed, since it no longer describes the document.
+func (j *job) finishEarly(ctx context.Context, cause error) (document.Status, error) {
+	state := document.Rejected
+	if outcome.Of(cause) == outcome.Refused {
+		state = document.Refused
+	}
+	if j.chat.Name != "" {
+		if err := j.meter(ctx); err != nil {
+			return document.Status{}, err
+		}
+	}
+	if !j.opened {
+		// The claim check is stale or the document is gone: the status, if
+		// any, belongs to the document's newer version (or says it is gone).
+		if errors.Is(cause, docblob.ErrChanged) {
+			j.log.Info().Str("reason", reason(cause)).Msg("stale claim check; a newer version has its own")
+			return document.Status{State: state, Reason: reason(cause)}, cause
+		}
+	} else if err := j.p.o.Blobs.DeleteResult(ctx, j.resultName()); err != nil {
+		return document.Status{}, err
+	}
+	st, err := j.save(ctx, func(st *document.Status) {
+		j.finished(st, state)
+		st.Reason = reason(cause)
+		st.Result = ""
+	})
+	if err != nil {
+		return document.Status{}, err
+	}
+	return st, cause
+}
+
+// retrying records a transient failure, best effort: the message is going
+// back to the queue whatever happens here.
+func (j *job) retrying(ctx context.Context, cause error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	_, err := j.save(ctx, func(st *document.Status) {
+		st.State, st.Reason, st.Deliveries = document.Retrying, reason(cause), j.d.DeliveryCount
+		st.Finished = j.p.o.Now().UTC()
+	})
+	if err != nil {
+		j.log.Warn().Err(err).Msg("could not record the transient failure")
+	}
+}
+
+// finished fills in the outcome of this attempt.
+func (j *job) finished(st *document.Status, state document.State) {
+	st.State, st.Reason = state, ""
+	st.Deliveries = j.d.DeliveryCount
+	st.Started, st.Finished = j.started, j.p.o.Now().UTC()
+	st.Chunks, st.TextBytes = j.chunks, j.textBytes
+	u := j.embedUsage
+	u.Add(j.chatUsage)
+	st.Usage = document.Usage{
+		PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens,
+		Requests:  int64(j.embedTrace.Requests + j.chatTrace.Requests),
+		Attempts:  int64(j.embedTrace.Attempts + j.chatTrace.Attempts),
+		Throttled: int64(j.embedTrace.Throttled + j.chatTrace.Throttled),
+		WaitedMS:  (j.embedTrace.Waited + j.chatTrace.Waited).Milliseconds(),
+	}
+}
+
+// save updates the document's status for this version. It writes when the
+// row is this version's, or there is none, or it is an older version's
+// (enqueued before this message); a newer version's row is left alone.
+func (j *job) save(ctx context.Context, change func(st *document.Status)) (document.Status, error) {
+	return j.p.o.Statuses.Update(ctx, j.msg.Tenant, j.name.Name, func(st *document.Status, found bool) (bool, error) {
+		if found && !st.SameVersion(j.msg.ETag) {
+			older := !j.d.EnqueuedTime.IsZero() && !st.Enqueued.After(j.d.EnqueuedTime)
+			if !older && !st.State.Final() {
+				return false, nil
+			}
+			found = false
+		}
+		if !found {
+			*st = document.Status{Tenant: j.msg.Tenant, Name: j.name.Name, BlobURL: j.msg.BlobURL, ETag: j.msg.ETag,
+				Size: j.msg.Size, ContentType: j.msg.ContentType, Alias: j.msg.ModelAlias, CorrelationID: j.msg.CorrelationID,
+				Queue: j.d.Queue, State: document.Queued, Enqueued: j.d.EnqueuedTime.UTC()}
+		}
+		change(st)
+		return true, nil
+	})
+}
+
+// meter records what the model calls of this attempt cost, one row per
+// deployment, under keys that depend only on the document version: a
+// retry rewrites the same rows.
+func (j *job) meter(ctx context.Context) error {
+	month := ledger.MonthOf(j.d.EnqueuedTime)
+	if j.d.EnqueuedTime.IsZero() {
+		month = ledger.MonthOf(j.started)
+	}
+	unit := "ingest:" + j.name.Name + "@" + j.msg.ETag
+	if len(unit) > ledger.MaxUnitLen {
+		sum := sha256.Sum256([]byte(j.msg.BlobURL + "\x00" + j.msg.ETag))
+		unit = "ingest:sha256:" + hex.EncodeToString(sum[:])
+	}
+	var entries []ledger.Entry
+	add := func(dep string, u llm.Usage, t llm.Trace) {
+		if t.Requests == 0 && u.TotalTokens == 0 && u.PromptTokens == 0 && j.refusedAt != dep {
+			return
+		}
+		e := ledger.Entry{Tenant: j.msg.Tenant, Month: month, Path: ledger.Queue, Unit: unit, Alias: j.msg.ModelAlias,
+			Deployment: dep, Recorded: j.p.o.Now().UTC(), Usage: ledger.Usage{
+				PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
+				CachedTokens: u.CachedTokens, ReasoningTokens: u.ReasoningTokens, Requests: int64(t.Requests),
+			}}
+		if j.refusedAt == dep {
+			e.Refusals = 1
+			e.Requests = max(e.Requests, 1)
+		}
+		if err := e.Estimate(j.p.o.Catalog); err != nil {
+			j.log.Warn().Err(err).Str("deployment", dep).Msg("no price: the ledger row has no cost")
+		}
+		entries = append(entries, e)
+	}
+	add(j.embed.Name, j.embedUsage, j.embedTrace)
+	add(j.chat.Name, j.chatUsage, j.chatTrace)
+	if len(entries) == 0 {
+		return nil
+	}
+	if err := j.p.o.Ledger.RecordBatch(ctx, entries); err != nil {
+		return fmt.Errorf("meter usage: %w", err)
+	}
+	return nil
+}
+
+// resultName is the result's name in the results container.
+func (j *job) resultName() string { return j.name.Name + ".jsonl" }
