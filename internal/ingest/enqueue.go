@@ -66,6 +66,9 @@ func (e *Enqueuer) Enqueue(ctx context.Context, u Upload, force bool) (Claim, er
 	if err != nil {
 		return Claim{}, e.reject(ctx, u, err)
 	}
+	if len(name.Name)+len(resultSuffix) > claimcheck.MaxNameBytes {
+		return Claim{}, e.reject(ctx, u, outcome.Reject("invalid blob name", fmt.Errorf("name of %d bytes: its result's name would be longer than %d", len(name.Name), claimcheck.MaxNameBytes)))
+	}
 	log := zerolog.Ctx(ctx).With().Str("tenant", name.Tenant).Logger()
 	ctx = log.WithContext(ctx)
 	if err := e.tenants.admit(ctx, name.Tenant, e.o.Alias); err != nil {

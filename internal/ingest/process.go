@@ -135,8 +135,8 @@ type job struct {
 
 func (j *job) run(ctx context.Context) (document.Status, error) {
 	st, err := j.process(ctx)
-	if err == nil {
-		return st, nil
+	if err == nil || st.State.Final() { // done, or refused with its result written
+		return st, err
 	}
 	switch outcome.Of(err) {
 	case outcome.Rejected, outcome.Refused:
@@ -159,6 +159,9 @@ func (j *job) process(ctx context.Context) (document.Status, error) {
 		return document.Status{}, outcome.Reject("alias cannot ingest", fmt.Errorf("alias %q needs a queue and an embedding deployment in the model catalog", j.msg.ModelAlias))
 	}
 	j.chat, j.embed = *alias.Queue, *alias.Embedding
+	if len(j.resultName()) > claimcheck.MaxNameBytes {
+		return document.Status{}, outcome.Reject("invalid blob name", fmt.Errorf("name of %d bytes: its result's name would be too long", len(j.name.Name)))
+	}
 	kind, err := extract.KindOf(j.name.Name, j.msg.ContentType)
 	if err != nil {
 		return document.Status{}, err
@@ -255,12 +258,12 @@ func (j *job) process(ctx context.Context) (document.Status, error) {
 		return document.Status{}, err
 	}
 
-	sum, err := p.o.Models.Summarize(ctx, j.chat.Name, string(head), p.o.SummaryMaxTokens)
+	sum, summaryErr := p.o.Models.Summarize(ctx, j.chat.Name, string(head), p.o.SummaryMaxTokens)
 	j.chatUsage, j.chatTrace = sum.Usage, sum.Trace
 	var summaryRefusal *llm.Refusal
-	if err != nil {
-		if outcome.Of(err) != outcome.Refused || !errors.As(err, &summaryRefusal) {
-			return document.Status{}, err
+	if summaryErr != nil {
+		if outcome.Of(summaryErr) != outcome.Refused || !errors.As(summaryErr, &summaryRefusal) {
+			return document.Status{}, summaryErr
 		}
 		j.refusedAt = j.chat.Name
 		j.log.Warn().Str("stage", summaryRefusal.Stage).Strs("categories", summaryRefusal.Categories).
@@ -291,7 +294,7 @@ func (j *job) process(ctx context.Context) (document.Status, error) {
 		j.finished(st, state)
 		st.Result = p.o.ResultsContainer + "/" + j.resultName()
 		if summaryRefusal != nil {
-			st.Reason = reason(err)
+			st.Reason = reason(summaryErr)
 		}
 	})
 	if err != nil {
@@ -301,7 +304,7 @@ func (j *job) process(ctx context.Context) (document.Status, error) {
 		Int64("completion_tokens", st.Usage.CompletionTokens).Int64("throttled", st.Usage.Throttled).
 		Dur("took", st.Duration()).Msg("document processed")
 	if summaryRefusal != nil {
-		return st, outcome.Refuse(reason(err))
+		return st, summaryErr
 	}
 	return st, nil
 }
@@ -436,5 +439,8 @@ func (j *job) meter(ctx context.Context) error {
 	return nil
 }
 
+// resultSuffix makes a document's name its result's.
+const resultSuffix = ".jsonl"
+
 // resultName is the result's name in the results container.
-func (j *job) resultName() string { return j.name.Name + ".jsonl" }
+func (j *job) resultName() string { return j.name.Name + resultSuffix }

@@ -1,0 +1,326 @@
+package ingest_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/offpath/offpath/internal/aoaisim"
+	"github.com/offpath/offpath/internal/catalog"
+	"github.com/offpath/offpath/internal/claimcheck"
+	"github.com/offpath/offpath/internal/docblob"
+	"github.com/offpath/offpath/internal/document"
+	"github.com/offpath/offpath/internal/ingest"
+	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/llm"
+	"github.com/offpath/offpath/internal/tenant"
+)
+
+// In-memory stand-ins for the stores, so the flow's rules are tested
+// fast; the end-to-end tests run the same code against Azurite through the
+// dev host.
+
+type memTenants struct {
+	mu sync.Mutex
+	m  map[string]tenant.Tenant
+}
+
+func (s *memTenants) Get(_ context.Context, id string) (tenant.Tenant, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.m[id]
+	if !ok {
+		return tenant.Tenant{}, tenant.ErrNotFound
+	}
+	return t, nil
+}
+
+type memStatuses struct {
+	mu      sync.Mutex
+	m       map[string]document.Status // partition + "\x00" + name
+	version int
+}
+
+func (s *memStatuses) key(partition, name string) string { return partition + "\x00" + name }
+
+func (s *memStatuses) Get(_ context.Context, partition, name string) (document.Status, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.m[s.key(partition, name)]
+	if !ok {
+		return document.Status{}, document.ErrNotFound
+	}
+	return st, nil
+}
+
+func (s *memStatuses) Put(_ context.Context, name string, st document.Status) (document.Status, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.version++
+	st.Version = fmt.Sprint(s.version)
+	if s.m == nil {
+		s.m = map[string]document.Status{}
+	}
+	partition := st.Tenant
+	if partition == "" {
+		partition = document.Unattributed
+	}
+	s.m[s.key(partition, name)] = st
+	return st, nil
+}
+
+func (s *memStatuses) Update(ctx context.Context, partition, name string, change func(*document.Status, bool) (bool, error)) (document.Status, error) {
+	st, err := s.Get(ctx, partition, name)
+	found := err == nil
+	write, err := change(&st, found)
+	if err != nil || !write {
+		return st, err
+	}
+	return s.Put(ctx, name, st)
+}
+
+func (s *memStatuses) all() []document.Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Collect(maps.Values(s.m))
+}
+
+type memLedger struct {
+	mu      sync.Mutex
+	rows    map[string]ledger.Entry
+	batches int
+}
+
+func (l *memLedger) RecordBatch(_ context.Context, entries []ledger.Entry) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.rows == nil {
+		l.rows = map[string]ledger.Entry{}
+	}
+	l.batches++
+	for _, e := range entries {
+		if err := e.Validate(); err != nil {
+			return err
+		}
+		l.rows[e.Tenant+"|"+e.Month.String()+"|"+e.Key()] = e
+	}
+	return nil
+}
+
+func (l *memLedger) entries() []ledger.Entry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Collect(maps.Values(l.rows))
+}
+
+type memBlob struct {
+	data []byte
+	etag string
+}
+
+type memBlobs struct {
+	mu       sync.Mutex
+	incoming map[string]memBlob
+	results  map[string][]byte
+	meta     map[string]map[string]string
+	seq      int
+}
+
+func newMemBlobs() *memBlobs {
+	return &memBlobs{incoming: map[string]memBlob{}, results: map[string][]byte{}, meta: map[string]map[string]string{}}
+}
+
+// put stores a document and returns its ETag.
+func (b *memBlobs) put(name string, data []byte) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.seq++
+	etag := fmt.Sprintf("0x8D%012d", b.seq)
+	b.incoming[name] = memBlob{data, etag}
+	return etag
+}
+
+func (b *memBlobs) Open(_ context.Context, name, etag string) (io.ReadCloser, docblob.Properties, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	blob, ok := b.incoming[name]
+	switch {
+	case !ok:
+		return nil, docblob.Properties{}, fmt.Errorf("read %s: %w", name, docblob.ErrNotFound)
+	case blob.etag != strings.Trim(etag, `"`):
+		return nil, docblob.Properties{}, fmt.Errorf("read %s: %w", name, docblob.ErrChanged)
+	}
+	return io.NopCloser(bytes.NewReader(blob.data)), docblob.Properties{ETag: blob.etag, Size: int64(len(blob.data))}, nil
+}
+
+func (b *memBlobs) NewResult(name string) ingest.ResultWriter { return &memWriter{b: b, name: name} }
+
+func (b *memBlobs) DeleteResult(_ context.Context, name string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.results, name)
+	return nil
+}
+
+func (b *memBlobs) result(name string) ([]byte, map[string]string, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.results[name]
+	return r, b.meta[name], ok
+}
+
+type memWriter struct {
+	b    *memBlobs
+	name string
+	buf  bytes.Buffer
+}
+
+func (w *memWriter) Write(_ context.Context, p []byte) error { w.buf.Write(p); return nil }
+
+func (w *memWriter) Commit(_ context.Context, head []byte, _ string, md map[string]string) error {
+	w.b.mu.Lock()
+	defer w.b.mu.Unlock()
+	w.b.results[w.name] = append(slices.Clone(head), w.buf.Bytes()...)
+	w.b.meta[w.name] = md
+	return nil
+}
+
+// fixture is a flow wired to fakes and a simulator.
+type fixture struct {
+	sim      *aoaisim.Server
+	blobs    *memBlobs
+	tenants  *memTenants
+	statuses *memStatuses
+	ledger   *memLedger
+	rules    *claimcheck.Rules
+	enq      *ingest.Enqueuer
+	proc     *ingest.Processor
+}
+
+const accountURL = "http://127.0.0.1:10000/devstoreaccount1"
+
+func testCatalog(tb testing.TB) *catalog.Catalog {
+	tb.Helper()
+	cat, err := catalog.Parse([]byte(`{"version":1,"aliases":{
+		"ingest":{"queue":{"deployment":"gpt-4o-mini","price":{"input_per_1m":0.15,"cached_input_per_1m":0.075,"output_per_1m":0.6}},
+		          "embedding":{"deployment":"text-embedding-3-small","price":{"input_per_1m":0.02,"cached_input_per_1m":0,"output_per_1m":0}}},
+		"summarize":{"queue":{"deployment":"gpt-4o-mini","price":{"input_per_1m":0.15,"cached_input_per_1m":0.075,"output_per_1m":0.6}}}}}`))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cat
+}
+
+// testDeployments are the simulator's deployments: small vectors keep the
+// tests fast; the benchmarks use the real 1,536.
+func testDeployments(dims int) []aoaisim.Deployment {
+	return []aoaisim.Deployment{
+		{Name: "gpt-4o-mini", Model: "gpt-4o-mini", ModelVersion: "2024-07-18"},
+		{Name: "text-embedding-3-small", Model: "text-embedding-3-small", Dimensions: dims},
+	}
+}
+
+type fixtureOptions struct {
+	sim     func(*aoaisim.Config)
+	llm     func(*llm.Config)
+	ingest  func(*ingest.Options)
+	limiter llm.Limiter
+	models  ingest.Models
+}
+
+func newFixture(tb testing.TB, fo fixtureOptions) *fixture {
+	tb.Helper()
+	cfg := aoaisim.Config{Deployments: testDeployments(16), DisableRateLimits: true}
+	if fo.sim != nil {
+		fo.sim(&cfg)
+	}
+	sim, err := aoaisim.New(cfg, zerolog.Nop())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	url, err := sim.Start("127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = sim.Close() })
+	lc := llm.Config{Endpoint: url, APIKey: aoaisim.DefaultKey, AllowHTTP: true, BaseBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, MinAttemptTime: time.Millisecond}
+	if fo.llm != nil {
+		fo.llm(&lc)
+	}
+	client, err := llm.New(lc, fo.limiter, zerolog.Nop())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rules, err := claimcheck.NewRules(claimcheck.Policy{AccountURL: accountURL, MaxDocumentBytes: 64 << 20, HeavyThreshold: 1 << 20})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f := &fixture{sim: sim, blobs: newMemBlobs(), statuses: &memStatuses{}, ledger: &memLedger{}, rules: rules,
+		tenants: &memTenants{m: map[string]tenant.Tenant{
+			"acme":  {ID: "acme", State: tenant.Active, Aliases: []string{"ingest"}},
+			"other": {ID: "other", State: tenant.Active, Aliases: []string{"ingest"}},
+			"sleep": {ID: "sleep", State: tenant.Suspended, Aliases: []string{"ingest"}},
+			"nope":  {ID: "nope", State: tenant.Active, Aliases: []string{"summarize"}},
+		}}}
+	o := ingest.Options{Rules: rules, Catalog: testCatalog(tb), Tenants: f.tenants, Statuses: f.statuses,
+		Ledger: f.ledger, Models: client, Blobs: f.blobs}
+	if fo.models != nil {
+		o.Models = fo.models
+	}
+	if fo.ingest != nil {
+		fo.ingest(&o)
+	}
+	if f.enq, err = ingest.NewEnqueuer(o); err != nil {
+		tb.Fatal(err)
+	}
+	if f.proc, err = ingest.NewProcessor(o); err != nil {
+		tb.Fatal(err)
+	}
+	return f
+}
+
+// drop uploads a document and enqueues it, returning the claim.
+func (f *fixture) drop(tb testing.TB, name string, data []byte) ingest.Claim {
+	tb.Helper()
+	etag := f.blobs.put(name, data)
+	claim, err := f.enq.Enqueue(context.Background(), ingest.Upload{Name: name, ETag: etag, Size: int64(len(data))}, false)
+	if err != nil {
+		tb.Fatalf("Enqueue(%q) = %v", name, err)
+	}
+	return claim
+}
+
+func (f *fixture) deliver(body []byte, count int) (document.Status, error) {
+	return f.proc.Process(context.Background(), ingest.Delivery{Body: body, MessageID: fmt.Sprint(time.Now().UnixNano()), DeliveryCount: count,
+		EnqueuedTime: time.Now(), Queue: "doc-ingest"})
+}
+
+func (f *fixture) simStats(name string) aoaisim.DeploymentStats {
+	for _, d := range f.sim.Stats().Deployments {
+		if d.Name == name {
+			return d
+		}
+	}
+	return aoaisim.DeploymentStats{}
+}
+
+// prose is n bytes of plain sentences.
+func prose(n int) []byte {
+	var b bytes.Buffer
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, "Sentence %d tells of stores, shelves and the people who stock them. ", i)
+		if i%7 == 6 {
+			b.WriteString("\n\n")
+		}
+	}
+	return b.Bytes()[:n]
+}
