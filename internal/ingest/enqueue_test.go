@@ -42,7 +42,7 @@ func TestEnqueue_HostileUploadsAreRejectedAndRecorded(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, fixtureOptions{})
 	ctx := context.Background()
-	tooLong := "acme/" + strings.Repeat("n", 1020) + ".txt"     // 1,029 bytes: more than Azure allows
+	tooLong := "acme/" + strings.Repeat("n", 1020) + ".txt"       // 1,029 bytes: more than Azure allows
 	resultTooLong := "acme/" + strings.Repeat("n", 1010) + ".txt" // its result's name would be
 	tests := []struct {
 		name      string

@@ -80,7 +80,7 @@ type blobStore struct{ s *docblob.Store }
 func (b blobStore) Open(ctx context.Context, name, etag string) (io.ReadCloser, docblob.Properties, error) {
 	return b.s.Open(ctx, name, etag)
 }
-func (b blobStore) NewResult(name string) ResultWriter                    { return b.s.Create(name) }
+func (b blobStore) NewResult(name string) ResultWriter                  { return b.s.Create(name) }
 func (b blobStore) DeleteResult(ctx context.Context, name string) error { return b.s.Delete(ctx, name) }
 
 // Options are what both halves need. Zero fields take the defaults.
