@@ -51,7 +51,9 @@ type Config struct {
 
 	// AttemptTimeout bounds one HTTP attempt. Default 60 s.
 	AttemptTimeout time.Duration `json:"attempt_timeout"`
-	// MaxAttempts bounds the attempts of one request. Default 6.
+	// MaxAttempts bounds the failed attempts of one request (5xx, timeouts,
+	// broken connections). 429s do not count: they name their wait, and
+	// the time budget alone bounds those. Default 6.
 	MaxAttempts int `json:"max_attempts"`
 	// BaseBackoff and MaxBackoff shape the exponential backoff used when the
 	// service names no wait: base × 2^(attempt-1), capped, with half of it

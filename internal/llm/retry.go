@@ -29,6 +29,7 @@ func (c *Client) do(ctx context.Context, req request, trace *Trace) error {
 		deadline = c.cfg.Now().Add(c.cfg.RetryBudget)
 	}
 	log := c.log.With().Str("deployment", req.deployment).Str("operation", req.operation).Logger()
+	failures := 0 // attempts that failed other than by a 429
 	for attempt := 1; ; attempt++ {
 		if c.limiter != nil {
 			if err := c.limiter.Wait(ctx, req.deployment, req.charge); err != nil {
@@ -51,6 +52,8 @@ func (c *Client) do(ctx context.Context, req request, trace *Trace) error {
 		isAPI := errors.As(err, &apiErr)
 		if isAPI && apiErr.StatusCode == 429 {
 			trace.Throttled++
+		} else {
+			failures++
 		}
 		switch v {
 		case refused:
@@ -64,7 +67,9 @@ func (c *Client) do(ctx context.Context, req request, trace *Trace) error {
 		}
 		wait := c.backoff(attempt, hint)
 		left := deadline.Sub(c.cfg.Now())
-		if attempt >= c.cfg.MaxAttempts || wait+c.cfg.MinAttemptTime > left {
+		// A 429 says when to come back: only the time budget bounds those
+		// waits, so a throttled burst is waited out rather than abandoned.
+		if failures >= c.cfg.MaxAttempts || wait+c.cfg.MinAttemptTime > left {
 			log.Warn().Err(err).Int("attempts", attempt).Dur("wait", wait).Dur("left", left).Msg("model request: retry budget spent")
 			return outcome.Retry(fmt.Errorf("after %d attempts: %w", attempt, describe(req, err)), wait)
 		}

@@ -162,6 +162,34 @@ func TestClient_429HonoursRetryAfter(t *testing.T) {
 	}
 }
 
+// TestClient_429sDoNotSpendAttempts: a 429 names its wait, so waiting it
+// out does not use up MaxAttempts, which bounds real failures; only the
+// time budget bounds throttling.
+func TestClient_429sDoNotSpendAttempts(t *testing.T) {
+	t.Parallel()
+	rateClock := aoaisim.NewClock(time.Now(), 0)
+	sim, url := newSim(t, func(c *aoaisim.Config) {
+		c.DisableRateLimits = false
+		c.RateClock = rateClock
+		c.Deployments = []aoaisim.Deployment{{Name: embedDeployment, Model: embedDeployment, RPM: 1}}
+	})
+	ft := newFakeTime()
+	ft.also = rateClock
+	c := newClient(t, url, nil, func(c *llm.Config) {
+		ft.install(c)
+		c.MaxAttempts = 1
+	})
+	ctx := context.Background()
+	for i, text := range []string{"x", "y", "z"} {
+		if _, err := c.Embed(ctx, embedDeployment, []string{text}); err != nil {
+			t.Fatalf("Embed %d: %v, want the 429 waited out", i, err)
+		}
+	}
+	if n := deployment(t, sim, embedDeployment).Throttled; n != 2 {
+		t.Errorf("%d 429s, want 2 (one for each call after the first)", n)
+	}
+}
+
 // TestClient_429BeyondBudget: when the service asks for a longer wait than
 // the budget holds, the call returns at once, transient, with that wait.
 func TestClient_429BeyondBudget(t *testing.T) {
