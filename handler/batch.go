@@ -60,7 +60,7 @@ func newBatch(cfg config.Handler, t tenancy, logger zerolog.Logger) (*batch.Serv
 		Azure: azure, Ledger: t.ledger, Budgets: ledger.NewBudgets(t.ledger), Catalog: cfg.Catalog,
 		Alerts: alert.New(b.AlertWebhook, nil), Logger: logger, Quota: b.Quota,
 		PollInterval: b.PollInterval, LeaseTTL: b.LeaseTTL, Concurrency: b.Concurrency,
-		HeldAlert: b.HeldAlert, OverdueMargin: b.OverdueMargin, OutputExpiry: batchapi.DefaultOutputExpiry,
+		BackoffBase: b.BackoffBase, HeldAlert: b.HeldAlert, OverdueMargin: b.OverdueMargin, OutputExpiry: batchapi.DefaultOutputExpiry,
 	})
 }
 
