@@ -1,0 +1,93 @@
+package ingest_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/offpath/offpath/internal/aoaisim"
+	"github.com/offpath/offpath/internal/document"
+)
+
+// TestE2E_DocumentToIngested: a document dropped into incoming/acme/ is
+// found in ingested/acme/ with chunks, vectors and summary, its usage in
+// the ledger, its status done; documents whose summary the content filter
+// refuses (both shapes) end refused after one delivery, metered, with
+// their chunks indexed and nothing dead-lettered.
+func TestE2E_DocumentToIngested(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{})
+	name := "acme/kb/returns policy.md"
+	etag, err := s.upload(name, prose(20<<10), map[string]string{"correlation_id": "kb-upload-7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusals := map[string]string{
+		"acme/refused/prompt.txt":     aoaisim.DefaultPromptTrigger,
+		"acme/refused/completion.txt": aoaisim.DefaultCompletionTrigger,
+	}
+	etags := map[string]string{}
+	for n, trigger := range refusals {
+		etags[n] = s.mustUpload(n, append(prose(4000), []byte("\n\n"+trigger+"\n")...))
+	}
+
+	st := s.final("acme", name, etag, 60*time.Second)
+	if st.State != document.Done || st.Deliveries != 1 || st.CorrelationID != "kb-upload-7" || st.Chunks < 10 || st.Result != "ingested/"+name+".jsonl" {
+		t.Fatalf("status = %+v", st)
+	}
+	lines := s.result(name)
+	if head := lines[0]; head.Kind != "document" || head.Summary == "" || len(head.Keywords) == 0 || head.Chunks != st.Chunks || head.CorrelationID != "kb-upload-7" {
+		t.Errorf("document line = %+v", head)
+	}
+	for i, l := range lines[1:] {
+		if l.Kind != "chunk" || l.Chunk != i || len(l.Vector) != 16 || l.Text == "" || l.ETag != etag {
+			t.Fatalf("chunk line %d = %+v", i, l)
+		}
+	}
+	rows := s.usage("acme", name, etag)
+	var prompt, completion int64
+	for _, e := range rows {
+		prompt += e.PromptTokens
+		completion += e.CompletionTokens
+		if e.Alias != "ingest" || e.Path != "queue" || e.Cost == 0 && e.Deployment == "gpt-4o-mini" {
+			t.Errorf("ledger row = %+v", e)
+		}
+	}
+	if len(rows) != 2 || prompt != st.Usage.PromptTokens || completion != st.Usage.CompletionTokens || prompt == 0 || completion == 0 {
+		t.Errorf("ledger rows %+v, status usage %+v: want two rows (embeddings, chat) adding up to it", rows, st.Usage)
+	}
+
+	for n := range refusals {
+		st := s.final("acme", n, etags[n], 60*time.Second)
+		if st.State != document.Refused || st.Deliveries != 1 || !strings.Contains(st.Reason, "content_filter") {
+			t.Errorf("%s: status = %+v, want refused after one delivery", n, st)
+			continue
+		}
+		if lines := s.result(n); len(lines) < 2 || lines[0].SummaryRefused == nil {
+			t.Errorf("%s: result without its chunks or the refusal: %d lines", n, len(lines))
+		}
+		refused := false
+		for _, e := range s.usage("acme", n, etags[n]) {
+			refused = refused || e.Refusals == 1
+		}
+		if !refused {
+			t.Errorf("%s: the refusal is not metered", n)
+		}
+	}
+	if dead := s.deadLettered("doc-ingest"); dead != 0 {
+		t.Errorf("%d dead letters, want none: answered questions are not failures", dead)
+	}
+	chat := s.simStats("gpt-4o-mini")
+	if chat.Filtered != 2 {
+		t.Errorf("the simulator filtered %d requests, want 2", chat.Filtered)
+	}
+}
+
+func (s *stack) simStats(name string) aoaisim.DeploymentStats {
+	for _, d := range s.sim.Stats().Deployments {
+		if d.Name == name {
+			return d
+		}
+	}
+	return aoaisim.DeploymentStats{}
+}
