@@ -132,7 +132,7 @@ func (l *countingLedger) Record(ctx context.Context, e ledger.Entry) error {
 
 // env is a batch service on Azurite and an in-process simulator.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	sim     *aoaisim.Server
 	simURL  string
 	azure   *batchapi.Client
@@ -160,7 +160,7 @@ func simConfig(speed float64, deps ...aoaisim.Deployment) aoaisim.Config {
 	return aoaisim.Config{Deployments: deps, Speed: &speed}
 }
 
-func newEnv(t *testing.T, cfg envConfig) *env {
+func newEnv(t testing.TB, cfg envConfig) *env {
 	t.Helper()
 	az := sharedAzurite(t)
 	sim, err := aoaisim.New(cfg.sim, zerolog.Nop())

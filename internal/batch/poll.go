@@ -16,6 +16,18 @@ import (
 // maxErrorsKept bounds the validation errors kept per part.
 const maxErrorsKept = 5
 
+// staleAfter is how many poll intervals an unchanged part's stored poll
+// time may lag before it is written anyway.
+const staleAfter = 5
+
+// material reports whether a poll changed what a part is, beyond when it
+// was polled.
+func material(a, b *Part) bool {
+	return a.Status != b.Status || a.AzureStatus != b.AzureStatus || a.RequestCounts != b.RequestCounts ||
+		a.OutputFileID != b.OutputFileID || a.ErrorFileID != b.ErrorFileID || a.BatchID != b.BatchID ||
+		len(a.Errors) != len(b.Errors) || !a.AzureExpiry.Equal(b.AzureExpiry)
+}
+
 // polled is one part's fresh state from Azure.
 type polled struct {
 	part  int
@@ -70,10 +82,15 @@ func (s *Service) pollParts(ctx context.Context, t *tick, j Job) (Job, error) {
 				}
 				continue
 			}
+			before := *p
 			if ev := s.applyBatch(p, a.batch); ev != "" {
 				events = append(events, partEvent{p.Index, ev})
 			}
-			changed = true
+			// Nothing new is not worth a write, unless the stored poll time
+			// is getting stale (it is what the status shows).
+			if material(&before, p) || p.PolledAt.Sub(before.PolledAt) > staleAfter*max(s.o.PollInterval, time.Second) {
+				changed = true
+			}
 		}
 		if !changed {
 			return errSkip
