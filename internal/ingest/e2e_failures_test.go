@@ -1,0 +1,155 @@
+package ingest_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/offpath/offpath/internal/aoaisim"
+	"github.com/offpath/offpath/internal/document"
+)
+
+// TestE2E_InfrastructureFailures: with every model call failing, a
+// document's message is retried and ends in the dead-letter queue after
+// MaxDeliveryCount, unmetered and without a result; with 30% of calls
+// failing, every document ends done, each metered exactly once, however
+// many deliveries it took.
+func TestE2E_InfrastructureFailures(t *testing.T) {
+	t.Parallel()
+	const maxDelivery = 5
+	s := newStack(t, stackOptions{
+		maxDelivery: maxDelivery,
+		sim:         func(c *aoaisim.Config) { c.Faults = []aoaisim.FaultRule{{ErrorRate: 1}} },
+		settings:    map[string]string{"OFFPATH_AOAI_MAX_ATTEMPTS": "2"},
+	})
+	ctx := context.Background()
+	name := "acme/doomed.txt"
+	etag := s.mustUpload(name, prose(3000))
+	eventually(t, 60*time.Second, "the dead letter", func() bool { return s.deadLettered("doc-ingest") == 1 })
+	letters, err := s.broker.DeadLetters(ctx, "doc-ingest", 10)
+	if err != nil || len(letters) != 1 || letters[0].DeadLetterReason != "MaxDeliveryCountExceeded" || letters[0].DeliveryCount < maxDelivery {
+		t.Fatalf("dead letters = %+v, %v", letters, err)
+	}
+	st, err := s.docs.Get(ctx, "acme", name)
+	if err != nil || st.State != document.Retrying || st.Deliveries != maxDelivery || !strings.Contains(st.Reason, "HTTP 5") {
+		t.Errorf("status = %+v, %v; want retrying after %d deliveries with the last error", st, err, maxDelivery)
+	}
+	if rows := s.usage("acme", name, etag); len(rows) != 0 {
+		t.Errorf("ledger rows %+v for a document never processed", rows)
+	}
+	if _, _, err := s.results.Read(ctx, name+".jsonl"); err == nil {
+		t.Error("a result exists for a document never processed")
+	}
+
+	// 30% of calls fail: retries in process and redeliveries get every
+	// document through, each metered once.
+	if err := s.sim.SetFaults([]aoaisim.FaultRule{{ErrorRate: 0.3}}); err != nil {
+		t.Fatal(err)
+	}
+	const docs = 10
+	etags := map[string]string{}
+	for i := range docs {
+		n := fmt.Sprintf("acme/flaky/%02d.txt", i)
+		etags[n] = s.mustUpload(n, prose(3000+100*i))
+	}
+	redelivered := 0
+	for n, e := range etags {
+		st := s.final("acme", n, e, 90*time.Second)
+		if st.State != document.Done {
+			t.Errorf("%s: %+v, want done", n, st)
+			continue
+		}
+		if st.Deliveries > 1 {
+			redelivered++
+		}
+		rows := s.usage("acme", n, e)
+		var prompt int64
+		for _, r := range rows {
+			prompt += r.PromptTokens
+		}
+		if len(rows) != 2 || prompt != st.Usage.PromptTokens {
+			t.Errorf("%s: ledger rows %+v for status usage %+v: want each deployment metered once", n, rows, st.Usage)
+		}
+	}
+	t.Logf("30%% failures: %d injected errors, %d of %d documents needed a redelivery", s.sim.Stats().FaultErrors, redelivered, docs)
+	if dead := s.deadLettered("doc-ingest"); dead != 1 {
+		t.Errorf("%d dead letters, want only the first document's", dead)
+	}
+}
+
+// TestE2E_429Storm: many documents against a chat deployment with a small
+// TPM and no client-side limiter (the worst case): the 429s are waited out
+// in process, every document ends done after a single delivery, and no
+// message is abandoned because of a 429.
+func TestE2E_429Storm(t *testing.T) {
+	t.Parallel()
+	const tpm = 6000
+	s := newStack(t, stackOptions{
+		functionTimeout: "00:03:00",
+		sim: func(c *aoaisim.Config) {
+			c.DisableRateLimits = false
+			c.Deployments[0].TPM = tpm // gpt-4o-mini; RPM follows (6 per 1,000 TPM)
+		},
+	})
+	const docs = 24 // about 375 tokens charged each: one and a half minutes' worth
+	etags := map[string]string{}
+	for i := range docs {
+		n := fmt.Sprintf("acme/storm/%02d.txt", i)
+		etags[n] = s.mustUpload(n, prose(150+5*i))
+	}
+	for n, e := range etags {
+		st := s.final("acme", n, e, 150*time.Second)
+		if st.State != document.Done || st.Deliveries != 1 {
+			t.Errorf("%s: %+v, want done on the first delivery", n, st)
+		}
+	}
+	chat := s.simStats("gpt-4o-mini")
+	t.Logf("429 storm: %d documents, chat TPM %d: the simulator answered %d requests and sent %d 429s", docs, tpm, chat.Requests, chat.Throttled)
+	if chat.Throttled == 0 {
+		t.Error("no 429s: the scenario did not storm")
+	}
+	if dead := s.deadLettered("doc-ingest"); dead != 0 {
+		t.Errorf("%d dead letters", dead)
+	}
+}
+
+// TestE2E_CrashRedelivery: the handler is killed while it processes a
+// document; the message's lock is released, Service Bus redelivers it, and
+// the document ends done once, metered once.
+func TestE2E_CrashRedelivery(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{
+		sim: func(c *aoaisim.Config) {
+			c.Faults = []aoaisim.FaultRule{{Route: "embeddings", Latency: aoaisim.Duration(3 * time.Second)}}
+		},
+	})
+	name := "acme/crash.txt"
+	etag := s.mustUpload(name, prose(40<<10))
+	eventually(t, 30*time.Second, "the first embeddings request", func() bool {
+		return s.sim.Stats().Routes[aoaisim.RouteEmbeddings] >= 1
+	})
+	s.killHandler()
+	if err := s.sim.SetFaults(nil); err != nil {
+		t.Fatal(err)
+	}
+	st := s.final("acme", name, etag, 60*time.Second)
+	if st.State != document.Done || st.Deliveries < 2 {
+		t.Fatalf("status = %+v, want done on a redelivery", st)
+	}
+	rows := s.usage("acme", name, etag)
+	var prompt int64
+	for _, r := range rows {
+		prompt += r.PromptTokens
+	}
+	if len(rows) != 2 || prompt != st.Usage.PromptTokens {
+		t.Errorf("ledger rows %+v, status usage %+v: want the document metered once", rows, st.Usage)
+	}
+	if lines := s.result(name); len(lines) != st.Chunks+1 {
+		t.Errorf("result has %d lines for %d chunks", len(lines), st.Chunks)
+	}
+	if !strings.Contains(s.out.String(), "handler exited") {
+		t.Error("the dev host did not see the handler die")
+	}
+}
