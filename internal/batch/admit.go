@@ -142,7 +142,8 @@ func (s *Service) admitDeployment(ctx context.Context, t *tick, d *deployment, n
 	blocked := map[string]bool{}
 	for {
 		var wave []candidate
-		for len(wave) < s.o.AdmitConcurrency {
+		reserved := false
+		for !reserved && len(wave) < s.o.AdmitConcurrency {
 			if t.rep.Admitted+len(wave) >= s.o.MaxAdmitPerTick || ctx.Err() != nil {
 				break
 			}
@@ -159,9 +160,9 @@ func (s *Service) admitDeployment(ctx context.Context, t *tick, d *deployment, n
 			if d.quota > 0 && d.inflight+p.EstimatedTokens > d.quota {
 				blocked[tn] = true
 				if now.Sub(c.since()) > s.o.AgeLimit {
-					// The longest waiter reserves what is freed next.
-					full = true
-					return waiting()
+					// A head held this long reserves what is freed next:
+					// nothing more is admitted here this tick.
+					reserved = true
 				}
 				continue
 			}
@@ -172,6 +173,7 @@ func (s *Service) admitDeployment(ctx context.Context, t *tick, d *deployment, n
 			wave = append(wave, c)
 		}
 		if len(wave) == 0 {
+			full = full || reserved
 			return waiting()
 		}
 		results := make([]error, len(wave))
@@ -199,8 +201,11 @@ func (s *Service) admitDeployment(ctx context.Context, t *tick, d *deployment, n
 				blocked[c.job.Tenant] = true
 			}
 		}
-		if full {
-			return waiting() // Azure says the deployment is full: try again next tick
+		if full || reserved {
+			// Azure says the deployment is full, or an aged head reserves
+			// it: try again next tick.
+			full = true
+			return waiting()
 		}
 	}
 }
