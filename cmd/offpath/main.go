@@ -25,7 +25,7 @@ import (
 	"github.com/offpath/offpath/internal/tablestore"
 )
 
-const usageText = `offpath — tenants, usage and models of an offpath deployment
+const usageText = `offpath — tenants, usage, documents and models of an offpath deployment
 
 Usage:
   offpath [-storage CONN | -table-url URL] [-models FILE] COMMAND [flags] [args]
@@ -43,6 +43,17 @@ Commands:
                                usage by path, alias and deployment, with
                                totals and estimated cost (all tenants without
                                -tenant; this month, UTC, without -month)
+  documents status TENANT/PATH [-json]
+                               what became of a document of the queue path:
+                               state, reason, version, deliveries, timings,
+                               chunks, result and usage
+  documents list TENANT [-state S] [-limit N] [-json]
+                               a tenant's documents ("_unattributed": claim
+                               checks and uploads that named no tenant)
+  documents reprocess TENANT/PATH (-servicebus NS | -devhost URL) [-force]
+                               re-enqueue a rejected or dead-lettered document
+                               after a fix: the enqueue checks run again on
+                               the blob as it is now
   models [-json]               the model aliases, their deployments and prices
   admin-key                    make an admin key for the REST API, and the
                                digest to set as OFFPATH_ADMIN_KEY_SHA256
@@ -102,6 +113,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return c.tenants(ctx, rest)
 	case "usage":
 		return c.usage(ctx, rest)
+	case "documents":
+		return c.documents(ctx, rest)
 	case "models":
 		return c.listModels(rest)
 	case "admin-key":

@@ -43,6 +43,20 @@ func TestE2E_InfrastructureFailures(t *testing.T) {
 		t.Error("a result exists for a document never processed")
 	}
 
+	// The service is back: the operator re-enqueues the dead-lettered document.
+	if err := s.sim.SetFaults(nil); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := s.offpath("documents", "reprocess", name, "-devhost", s.host.URL(), "-master-key", "mkey"); err != nil {
+		t.Fatalf("offpath documents reprocess: %v\n%s", err, out)
+	}
+	if st := s.final("acme", name, etag, 30*time.Second); st.State != document.Done || st.Deliveries != 1 {
+		t.Errorf("after reprocess: %+v, want done on the new message's first delivery", st)
+	}
+	if out, err := s.offpath("documents", "status", name); err != nil || !strings.Contains(out, "done") || !strings.Contains(out, "model calls") {
+		t.Errorf("offpath documents status: %v\n%s", err, out)
+	}
+
 	// 30% of calls fail: retries in process and redeliveries get every
 	// document through, each metered once.
 	if err := s.sim.SetFaults([]aoaisim.FaultRule{{ErrorRate: 0.3}}); err != nil {

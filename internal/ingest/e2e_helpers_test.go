@@ -39,32 +39,46 @@ import (
 // (the dev host's stand-in, with DeliveryCount and dead-lettering) and the
 // process function to ingested/, the ledger and its status.
 
-var handlerBuild struct {
+// build is one binary of the repository, built once per test binary.
+type build struct {
 	once sync.Once
 	path string
 	err  error
 }
 
-// handlerBinary builds ./handler once per test binary.
-func handlerBinary(t *testing.T) string {
+var handlerBuild, cliBuild build
+
+func (b *build) get(t *testing.T, pkg string) string {
 	t.Helper()
-	handlerBuild.once.Do(func() {
+	b.once.Do(func() {
 		dir, err := os.MkdirTemp("", "ingest-e2e-")
 		if err != nil {
-			handlerBuild.err = err
+			b.err = err
 			return
 		}
-		handlerBuild.path = filepath.Join(dir, "handler")
-		cmd := exec.Command("go", "build", "-o", handlerBuild.path, "./handler")
+		b.path = filepath.Join(dir, filepath.Base(pkg))
+		cmd := exec.Command("go", "build", "-o", b.path, pkg)
 		cmd.Dir = "../.."
 		if out, err := cmd.CombinedOutput(); err != nil {
-			handlerBuild.err = fmt.Errorf("go build ./handler: %v\n%s", err, out)
+			b.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 		}
 	})
-	if handlerBuild.err != nil {
-		t.Fatal(handlerBuild.err)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return handlerBuild.path
+	return b.path
+}
+
+// handlerBinary is ./handler; cliBinary the operator CLI.
+func handlerBinary(t *testing.T) string { return handlerBuild.get(t, "./handler") }
+func cliBinary(t *testing.T) string     { return cliBuild.get(t, "./cmd/offpath") }
+
+// offpath runs the operator CLI against the stack's storage.
+func (s *stack) offpath(args ...string) (string, error) {
+	s.t.Helper()
+	cmd := exec.Command(cliBinary(s.t), append([]string{"-storage", s.az.ConnectionString(), "-models", "../../models.json"}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
 
 type stackOptions struct {
