@@ -58,7 +58,7 @@ func newBatch(cfg config.Handler, t tenancy, logger zerolog.Logger) (*batch.Serv
 	return batch.New(batch.Options{
 		Jobs: tablestore.NewJobs(tables, tablestore.DefaultJobsTable, nil), Blobs: blobstore.New(blobs, blobstore.Options{}),
 		Azure: azure, Ledger: t.ledger, Budgets: ledger.NewBudgets(t.ledger), Catalog: cfg.Catalog,
-		Alerts: alert.New(b.AlertWebhook, nil), Logger: logger, Quota: b.Quota,
+		Alerts: alert.New(b.AlertWebhook, nil), Quota: b.Quota,
 		PollInterval: b.PollInterval, LeaseTTL: b.LeaseTTL, Concurrency: b.Concurrency,
 		BackoffBase: b.BackoffBase, HeldAlert: b.HeldAlert, OverdueMargin: b.OverdueMargin, OutputExpiry: batchapi.DefaultOutputExpiry,
 	})

@@ -323,8 +323,8 @@ func (s *Service) admitPart(ctx context.Context, t *tick, c candidate) error {
 		s.announce(ctx, &stored, events)
 	}
 	if err != nil {
-		if errors.Is(err, batchapi.ErrAuth) && s.due(&stored, AlertAzureAuth) {
-			s.raise(ctx, &stored, AlertAzureAuth, "Azure OpenAI refuses offpath's credential", nil)
+		if errors.Is(err, batchapi.ErrAuth) {
+			s.authAlert(ctx, t, err)
 		}
 		log.Warn().Err(err).Msg("part not admitted")
 		return err

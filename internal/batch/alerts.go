@@ -60,3 +60,12 @@ func (s *Service) due(j *Job, name string) bool {
 	j.Alerts[name] = now
 	return true
 }
+
+// authAlert raises azure_auth once per tick: the credential is the
+// resource's, not a job's.
+func (s *Service) authAlert(ctx context.Context, t *tick, err error) {
+	t.auth.Do(func() {
+		s.o.Alerts.Raise(ctx, alert.Alert{Name: AlertAzureAuth, Message: "Azure OpenAI refuses offpath's credential; batch jobs wait until it is fixed",
+			Fields: map[string]any{"error": err.Error()}, At: s.now()})
+	})
+}

@@ -99,8 +99,8 @@ func (s *Service) pollParts(ctx context.Context, t *tick, j Job) (Job, error) {
 	})
 	for _, a := range answers {
 		if a.err != nil && !errors.Is(a.err, batchapi.ErrNotFound) {
-			if errors.Is(a.err, batchapi.ErrAuth) && s.due(&j, AlertAzureAuth) {
-				s.raise(ctx, &j, AlertAzureAuth, "Azure OpenAI refuses offpath's credential", map[string]any{"batch_id": j.Parts[a.part].BatchID})
+			if errors.Is(a.err, batchapi.ErrAuth) {
+				s.authAlert(ctx, t, a.err)
 			}
 			errs = append(errs, fmt.Errorf("poll part %d: %w", a.part, a.err))
 		}

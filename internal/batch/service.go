@@ -8,8 +8,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/offpath/offpath/internal/batchapi"
 	"github.com/offpath/offpath/internal/batchfile"
 	"github.com/offpath/offpath/internal/blobstore"
@@ -138,16 +136,13 @@ const (
 // Options are the Service's dependencies and settings. Zero settings take
 // the defaults above.
 type Options struct {
-	Jobs    JobStore
-	Blobs   Blobs
-	Azure   Azure
-	Ledger  Ledger
-	Budgets Budgets
-	Catalog *catalog.Catalog
-	Alerts  Alerter
-	// Logger is for work outside an invocation; invocations log through
-	// zerolog.Ctx.
-	Logger     zerolog.Logger
+	Jobs       JobStore
+	Blobs      Blobs
+	Azure      Azure
+	Ledger     Ledger
+	Budgets    Budgets
+	Catalog    *catalog.Catalog
+	Alerts     Alerter
 	Containers Containers
 	// Quota is the enqueued-token limit per deployment, as configured;
 	// Azure's reported limit, when lower, wins. A deployment without one is
@@ -238,11 +233,7 @@ func New(o Options) (*Service, error) {
 	if o.Containers.Uploads == "" {
 		o.Containers.Uploads = DefaultUploadsContainer
 	}
-	if o.PollInterval < 0 {
-		o.PollInterval = 0
-	} else if o.PollInterval == 0 {
-		o.PollInterval = DefaultPollInterval
-	}
+	def(&o.PollInterval, DefaultPollInterval)
 	def(&o.LeaseTTL, DefaultLeaseTTL)
 	defInt(&o.Concurrency, DefaultConcurrency)
 	defInt(&o.AdmitConcurrency, DefaultAdmitConcurrency)

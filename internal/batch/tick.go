@@ -28,6 +28,7 @@ type tick struct {
 	owner string
 	mu    sync.Mutex
 	rep   TickReport
+	auth  sync.Once // azure_auth is raised once per tick, not per job
 }
 
 func (t *tick) count(f func(r *TickReport)) {
