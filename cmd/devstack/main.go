@@ -95,6 +95,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		"OFFPATH_AOAI_ENDPOINT":    simURL,
 		"OFFPATH_AOAI_API_KEY":     aoaisim.DefaultKey,
 		"OFFPATH_ADMIN_KEY_SHA256": seeded.adminDigest,
+		"OFFPATH_AOAI_LIMITS":      aoaiLimits(),
 	})
 	if err != nil {
 		return err
@@ -130,6 +131,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if *demo {
 		if err := showHealth(ctx, stdout, host.URL(), key); err != nil {
 			log.Error().Err(err).Msg("the first call through the dev host failed")
+		} else if err := showDocument(ctx, stdout, az.ConnectionString(), 60*time.Second); err != nil {
+			log.Error().Err(err).Msg("the demo document did not make it through the queue path")
 		} else if err := showUsage(ctx, stdout, host.URL(), key, seeded.keys.Tenants["contoso"]); err != nil {
 			log.Error().Err(err).Msg("the usage call through the dev host failed")
 		} else if err := showBatch(ctx, stdout, host.URL(), key, settings["DEVHOST_MASTER_KEY"], seeded.keys.Tenants["contoso"], 90*time.Second); err != nil {
