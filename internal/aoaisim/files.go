@@ -119,6 +119,12 @@ func (s *Server) readUpload(r *http.Request) (*upload, error) {
 	for {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
+			// The closing boundary is not the end of the request: a body
+			// shorter than its Content-Length (a client that broke off) must
+			// not be stored, so read to the declared end.
+			if _, err := io.Copy(io.Discard, r.Body); err != nil {
+				return up, fmt.Errorf("read request body: %w", err)
+			}
 			return up, nil
 		}
 		if err != nil {
