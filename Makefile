@@ -70,6 +70,9 @@ bench: deps
 	$(GO) test -run '^$$' -bench SubmitAdmit100k -benchtime 2x -timeout 20m ./internal/batch/
 	$(GO) test -run '^$$' -bench Harvest100k -benchtime 2x -timeout 20m ./internal/batch/
 	$(GO) test -run '^$$' -bench PollTick1000 -benchtime 3x -timeout 20m ./internal/batch/
+	$(GO) test -run '^$$' -bench 'Process$$' -benchtime 200x -benchmem ./internal/ingest/
+	$(GO) test -run '^$$' -bench Process50MB -benchtime 1x -timeout 10m ./internal/ingest/
+	$(GO) test -run '^$$' -bench QuotaAdherence -benchtime 1x ./internal/ingest/
 
 clean:
 	rm -rf build .run
