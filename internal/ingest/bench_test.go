@@ -274,4 +274,3 @@ func peakRSS() int64 {
 
 // resetPeakRSS resets VmHWM to the current RSS (Linux clear_refs 5).
 func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
-
