@@ -254,7 +254,7 @@ func TestEndToEnd_TwoTenantsThroughTheDevHost(t *testing.T) {
 		ids[tn] = j.ID
 	}
 	seen := map[batch.State]bool{}
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(120 * time.Second)
 	for {
 		done := 0
 		for tn, id := range ids {
@@ -269,7 +269,7 @@ func TestEndToEnd_TwoTenantsThroughTheDevHost(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("not harvested after 60 s; states seen %v", seen)
+			t.Fatalf("not harvested after 120 s; states seen %v", seen)
 		}
 		time.Sleep(30 * time.Millisecond)
 	}
@@ -329,7 +329,7 @@ func TestEndToEnd_KillMidHarvest(t *testing.T) {
 		t.Fatalf("submit: %d", st)
 	}
 	killed, copied := false, false
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(120 * time.Second)
 	for !killed {
 		stored, err := s.jobs.Get(context.Background(), "contoso", j.ID)
 		if err != nil {

@@ -25,8 +25,12 @@ func TestEnds(t *testing.T) {
 		return c
 	}
 	quota := func(behaviour string) aoaisim.Config {
-		return simConfig(3000, aoaisim.Deployment{Name: batchDep, Model: "gpt-4o-mini", Type: aoaisim.TypeGlobalBatch,
+		// Slow enough that the first job still runs when the second is
+		// created or validated, however loaded the machine.
+		c := simConfig(300, aoaisim.Deployment{Name: batchDep, Model: "gpt-4o-mini", Type: aoaisim.TypeGlobalBatch,
 			EnqueuedTokenQuota: 1200, QuotaBehaviour: behaviour})
+		c.Batch.LinesPerMinute = 100
+		return c
 	}
 	tests := []struct {
 		name   string
@@ -141,11 +145,11 @@ func TestEnds(t *testing.T) {
 func TestCancel_HalfWay(t *testing.T) {
 	t.Parallel()
 	cfg := simConfig(240)
-	cfg.Batch.LinesPerMinute = 10
+	cfg.Batch.LinesPerMinute = 4 // 10 simulated minutes, 2.5 s
 	e := newEnv(t, envConfig{sim: cfg})
 	j := e.submit("contoso", items(40, "c"))
 	e.pollUntil(30*time.Second, func(j batch.Job) bool {
-		return j.State == batch.Submitted && j.Parts[0].RequestCounts.Completed >= 3
+		return j.State == batch.Submitted && j.Parts[0].RequestCounts.Completed >= 2
 	}, j.ID)
 	// Another tenant cannot cancel it, nor see it.
 	if _, err := e.svc.Cancel(e.ctx(), "fabrikam", j.ID); !errors.Is(err, batch.ErrNotFound) {

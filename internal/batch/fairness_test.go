@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/batch"
+	"github.com/offpath/offpath/internal/batchapi"
 )
 
 // TestAdmission_FairAcrossTenants: the deployment's quota takes one job at
@@ -45,6 +47,38 @@ func TestAdmission_FairAcrossTenants(t *testing.T) {
 		e.check(got[id], map[batch.Outcome]int{batch.OK: 12})
 		if r := got[id].Parts[0].Refusals; r != 0 {
 			t.Errorf("job %s refused %d times by Azure; offpath's accounting should have held it", id, r)
+		}
+	}
+}
+
+// TestAdmission_FlakyAzure: uploads and creates fail or reset half the
+// time; every job still ends harvested with exactly one Azure batch per
+// part (a create whose outcome is unknown is looked up by its metadata
+// before it is sent again), and polls that fail leave jobs as they were.
+func TestAdmission_FlakyAzure(t *testing.T) {
+	t.Parallel()
+	cfg := simConfig(3000)
+	cfg.Faults = []aoaisim.FaultRule{
+		{Route: aoaisim.RouteBatchesCreate, ErrorRate: 0.3, ResetRate: 0.2},
+		{Route: aoaisim.RouteFilesCreate, ErrorRate: 0.3},
+		{Route: aoaisim.RouteBatchesGet, ErrorRate: 0.3},
+	}
+	e := newEnv(t, envConfig{sim: cfg})
+	var ids []string
+	for k := range 4 {
+		ids = append(ids, e.submit([]string{"contoso", "fabrikam"}[k%2], items(6, "f")).ID)
+	}
+	got := e.pollUntil(60*time.Second, harvested, ids...)
+	for _, id := range ids {
+		e.check(got[id], map[batch.Outcome]int{batch.OK: 6})
+	}
+	perJob := map[string]int{}
+	for _, b := range e.sim.State().Batches {
+		perJob[b.Metadata[batchapi.MetaJob]]++
+	}
+	for _, id := range ids {
+		if perJob[id] != 1 {
+			t.Errorf("job %s has %d Azure batches, want 1", id, perJob[id])
 		}
 	}
 }
