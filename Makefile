@@ -21,6 +21,13 @@ $(NPM_STAMP): package.json package-lock.json
 # The deployable app folder: host.json, one folder per function with its
 # function.json, and the linux/amd64 handler with its execute bit. The real
 # Functions host (or `func start` inside it) runs it as is.
+#
+# BLOB_TRIGGER_SOURCE picks the ingest-enqueue blob trigger's source:
+# EventGrid (the default, what functions/ holds and the infra deploys: Flex
+# Consumption supports no other), or LogsAndContainerScan, the polling
+# trigger, for Elastic Premium or `func start` without an Event Grid
+# subscription. The dev host scans the container either way.
+BLOB_TRIGGER_SOURCE ?= EventGrid
 app:
 	rm -rf $(APP)
 	mkdir -p $(APP)
@@ -29,6 +36,7 @@ app:
 	chmod 0755 $(APP)/handler
 	cp host.json models.json $(APP)/
 	cp -R functions/. $(APP)/
+	sed 's/"source": "EventGrid"/"source": "$(BLOB_TRIGGER_SOURCE)"/' functions/ingest-enqueue/function.json > $(APP)/ingest-enqueue/function.json
 	@echo "app folder ready: $(APP) ($$(ls -d $(APP)/*/ | wc -l) functions)"
 
 # The whole system on this machine: Azurite, the Azure OpenAI simulator and
