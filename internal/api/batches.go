@@ -255,8 +255,8 @@ func batchFail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, batch.ErrAliasNotAllowed):
 		writeError(w, http.StatusForbidden, "alias_not_allowed", "this tenant may not use that model alias")
 	case errors.As(err, &budget):
-		writeError(w, http.StatusForbidden, "budget_exceeded", fmt.Sprintf("the job's estimated %d tokens exceed the %s budget: %d of %d used",
-			budget.Requested, budget.Month, budget.Used, budget.Budget))
+		writeError(w, http.StatusForbidden, "budget_exceeded", fmt.Sprintf("this job and the tenant's unfinished jobs need an estimated %d tokens; %d of the %s budget of %d are used",
+			budget.Requested, budget.Used, budget.Month, budget.Budget))
 	case errors.Is(err, batch.ErrKeyReused):
 		writeError(w, http.StatusConflict, "idempotency_key_reused", "this idempotency key was used for a different request")
 	case errors.Is(err, batch.ErrFinished):

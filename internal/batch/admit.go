@@ -306,6 +306,13 @@ func (s *Service) admitPart(ctx context.Context, t *tick, c candidate) error {
 		j.Lease = Lease{}
 		q := &j.Parts[i]
 		if q.Status != PartPending {
+			if err == nil && q.Status == PartDone && q.BatchID == "" {
+				// Cancelled while the batch was being created: record it
+				// as submitted, so that the next tick cancels it at Azure
+				// and harvests what it did. It must not be lost.
+				q.Status, q.AzureStatus, q.FinishedAt = PartSubmitted, created.Batch.Status, time.Time{}
+				q.BatchID, q.InputFileID, q.SubmittedAt, q.MaybeCreated = created.Batch.ID, fileID, s.now(), false
+			}
 			return nil
 		}
 		q.InputFileID = fileID

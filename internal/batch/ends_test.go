@@ -9,6 +9,7 @@ import (
 	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/batchapi"
+	"github.com/offpath/offpath/internal/ledger"
 )
 
 // TestEnds covers the ways a job ends other than completing: its window
@@ -195,5 +196,82 @@ func TestCancel_Held(t *testing.T) {
 	e.check(got, map[batch.Outcome]int{batch.CancelledOutcome: 5})
 	if st := e.sim.State(); len(st.Batches) != 0 || len(st.Files) != 0 {
 		t.Errorf("simulator has %d batches and %d files, want none", len(st.Batches), len(st.Files))
+	}
+}
+
+// TestSubmit_BudgetCountsUnfinishedJobs: the budget check counts the
+// estimates of the tenant's jobs not yet harvested, whose usage is not in
+// the ledger yet; a refused submission leaves nothing behind.
+func TestSubmit_BudgetCountsUnfinishedJobs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envConfig{sim: simConfig(3000)})
+	bigAllowance := func(r *batch.Request) { r.MaxTokens = 1000 } // estimates far above the usage
+	first := e.submit("contoso", items(5, "b1"), bigAllowance)
+	tn := e.tenants["contoso"]
+	tn.MonthlyTokenBudget = first.EstimatedTokens * 3 / 2
+	_, _, err := e.svc.Submit(e.ctx(), tn, batch.Request{Alias: "summarize", MaxTokens: 1000, Items: items(5, "b2")})
+	if !errors.Is(err, ledger.ErrBudgetExceeded) {
+		t.Fatalf("second job within budget alone but not with the first: %v, want ErrBudgetExceeded", err)
+	}
+	if jobs, _ := e.jobs.List(context.Background(), "contoso", "", "", 10); len(jobs) != 1 {
+		t.Errorf("%d jobs recorded, want 1", len(jobs))
+	}
+	// Once the first is harvested its real usage counts instead.
+	got := e.pollUntil(30*time.Second, harvested, first.ID)[first.ID]
+	if u := got.Usage(); u.PromptTokens+u.CompletionTokens >= first.EstimatedTokens/2 {
+		t.Fatalf("the first job used %d tokens; the check below needs it well under its estimate %d", u.PromptTokens+u.CompletionTokens, first.EstimatedTokens)
+	}
+	if _, _, err := e.svc.Submit(e.ctx(), tn, batch.Request{Alias: "summarize", MaxTokens: 1000, Items: items(5, "b3")}); err != nil {
+		t.Errorf("after the first job's harvest: %v, want accepted", err)
+	}
+}
+
+// cancelDuringCreate cancels the job while its batch is being created.
+type cancelDuringCreate struct {
+	batch.Azure
+	cancel func()
+}
+
+func (c cancelDuringCreate) CreateBatch(ctx context.Context, s batchapi.Submission) (batchapi.Created, error) {
+	c.cancel()
+	return c.Azure.CreateBatch(ctx, s)
+}
+
+// TestCancel_DuringAdmission: the tenant cancels while the poller creates
+// the job's Azure batch. The batch that was created is not lost: it is
+// recorded, cancelled at Azure, and harvested; nothing is left running.
+func TestCancel_DuringAdmission(t *testing.T) {
+	t.Parallel()
+	cfg := simConfig(240)
+	cfg.Batch.LinesPerMinute = 4
+	e := newEnv(t, envConfig{sim: cfg})
+	j := e.submit("contoso", items(20, "r"))
+	o := e.opts
+	o.Azure = cancelDuringCreate{Azure: e.azure, cancel: func() {
+		if _, err := e.svc.Cancel(context.Background(), "contoso", j.ID); err != nil {
+			t.Errorf("Cancel: %v", err)
+		}
+	}}
+	racing, err := batch.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := racing.Poll(e.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	mid := e.get(j.ID)
+	if !mid.CancelRequested || mid.Parts[0].BatchID == "" || mid.Parts[0].Status != batch.PartSubmitted {
+		t.Fatalf("after the race: cancel requested %v, part %s with batch %q; want the created batch recorded as submitted",
+			mid.CancelRequested, mid.Parts[0].Status, mid.Parts[0].BatchID)
+	}
+	got := e.pollUntil(30*time.Second, harvested, j.ID)[j.ID]
+	e.check(got, map[batch.Outcome]int{})
+	for _, b := range e.sim.State().Batches {
+		if b.Status != "cancelled" && b.Status != "completed" {
+			t.Errorf("Azure batch %s left %s", b.ID, b.Status)
+		}
+	}
+	if got.Final != batch.Cancelled && got.Final != batch.Completed {
+		t.Errorf("final %s", got.Final)
 	}
 }

@@ -73,9 +73,9 @@ func (s *Service) Submit(ctx context.Context, t tenant.Tenant, r Request) (job J
 		job.EstimatedTokens += job.Parts[i].EstimatedTokens
 	}
 	job.EstimatedTokens += completion
-	if err := s.o.Budgets.Check(ctx, t, job.Month(), job.EstimatedTokens); err != nil {
+	if err := s.checkBudget(ctx, t, &job); err != nil {
 		discard()
-		return Job{}, false, fmt.Errorf("job of %d items, %d estimated tokens: %w", job.Items, job.EstimatedTokens, err)
+		return Job{}, false, err
 	}
 	job.derive()
 
@@ -262,4 +262,47 @@ func (s *Service) items(ctx context.Context, tenantID string, r *Request) iter.S
 		}
 	}
 	return s.blobItems(ctx, r.InputBlob)
+}
+
+// budgetScan bounds the jobs read to find a tenant's unharvested ones.
+const budgetScan = 1000
+
+// checkBudget checks the job's estimate, plus the estimates of the
+// tenant's jobs of the same month not yet harvested (their usage is not in
+// the ledger yet), against the tenant's monthly budget.
+func (s *Service) checkBudget(ctx context.Context, t tenant.Tenant, job *Job) error {
+	if t.MonthlyTokenBudget <= 0 {
+		return nil
+	}
+	m := job.Month()
+	var pending int64
+	cursor := ""
+	for scanned := 0; scanned < budgetScan; {
+		page, err := s.o.Jobs.List(ctx, t.ID, "", cursor, 200)
+		if err != nil {
+			return err
+		}
+		for _, j := range page {
+			if j.Month() != m {
+				if j.Created.Before(m.Start()) {
+					scanned = budgetScan // older jobs only from here on
+					break
+				}
+				continue
+			}
+			if j.State != Harvested {
+				pending += j.EstimatedTokens
+			}
+		}
+		if len(page) < 200 {
+			break
+		}
+		scanned += len(page)
+		cursor = page[len(page)-1].ID
+	}
+	if err := s.o.Budgets.Check(ctx, t, m, job.EstimatedTokens+pending); err != nil {
+		return fmt.Errorf("job of %d items, %d estimated tokens (%d more in jobs not yet harvested): %w",
+			job.Items, job.EstimatedTokens, pending, err)
+	}
+	return nil
 }
