@@ -325,7 +325,7 @@ func TestEndToEnd_KillMidHarvest(t *testing.T) {
 	}
 	s := newStack(t, simConfig(20000), map[string]string{"OFFPATH_BATCH_LEASE_TTL": "2s"})
 	var j jobJSON
-	if st := s.do(http.MethodPost, "/api/v1/batches", "contoso", e2eBody("big", 20000), &j); st != http.StatusAccepted {
+	if st := s.do(http.MethodPost, "/api/v1/batches", "contoso", e2eBody("big", 12000), &j); st != http.StatusAccepted {
 		t.Fatalf("submit: %d", st)
 	}
 	killed, copied := false, false
@@ -363,8 +363,8 @@ func TestEndToEnd_KillMidHarvest(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if j.Outcomes.OK != 20000 {
-		t.Errorf("outcomes %+v, want 20000 ok", j.Outcomes)
+	if j.Outcomes.OK != 12000 {
+		t.Errorf("outcomes %+v, want 12000 ok", j.Outcomes)
 	}
 	entries, err := s.led.Month(context.Background(), "contoso", ledger.MonthOf(time.Now()))
 	if err != nil {

@@ -171,7 +171,7 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() { _ = sim.Close() })
 	client, err := batchapi.New(batchapi.Config{Endpoint: ts.URL, APIKey: aoaisim.DefaultKey, AllowLoopbackHTTP: true,
-		MaxRetryWait: time.Second}, nil, zerolog.Nop())
+		MaxRetryWait: time.Second, MaxAttempts: 2}, nil, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
