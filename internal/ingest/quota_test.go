@@ -164,6 +164,9 @@ func (r quotaResult) String() string {
 // alongside.
 func TestQuotaAdherence_Backlog(t *testing.T) {
 	t.Parallel()
+	if raceEnabled {
+		t.Skip("virtual time under the race detector takes minutes of real time; go test without -race and make bench run it")
+	}
 	const docs = 100
 	limited := runQuota(t, true, docs)
 	t.Logf("limiter: %v", limited)
