@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -83,7 +84,8 @@ func (s *Store) ensure(ctx context.Context, containerName string) error {
 	return nil
 }
 
-// Info describes a stored blob.
+// Info describes a stored blob. Metadata keys are lower case (the
+// service returns them as HTTP headers, in any case).
 type Info struct {
 	Size     int64
 	ETag     string
@@ -105,7 +107,7 @@ func (s *Store) Stat(ctx context.Context, containerName, name string) (Info, err
 	}
 	for k, v := range p.Metadata {
 		if v != nil {
-			info.Metadata[k] = *v
+			info.Metadata[strings.ToLower(k)] = *v
 		}
 	}
 	return info, nil
@@ -128,7 +130,7 @@ func (s *Store) Open(ctx context.Context, containerName, name string) (io.ReadCl
 	}
 	for k, v := range res.Metadata {
 		if v != nil {
-			info.Metadata[k] = *v
+			info.Metadata[strings.ToLower(k)] = *v
 		}
 	}
 	body := res.NewRetryReader(ctx, &blob.RetryReaderOptions{MaxRetries: 3})

@@ -1,0 +1,154 @@
+package blobstore_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+
+	"github.com/offpath/offpath/internal/azurite"
+	"github.com/offpath/offpath/internal/blobstore"
+)
+
+var shared struct {
+	once sync.Once
+	az   *azurite.Azurite
+	err  error
+	dir  string
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.az != nil {
+		shared.az.Stop()
+		_ = os.RemoveAll(shared.dir)
+	}
+	os.Exit(code)
+}
+
+var seq atomic.Int64
+
+// store returns a Store and a container name of its own.
+func store(t *testing.T) (*blobstore.Store, string) {
+	t.Helper()
+	shared.once.Do(func() {
+		bin, err := azurite.Binary()
+		if err != nil {
+			shared.err = err
+			return
+		}
+		if shared.dir, err = os.MkdirTemp("", "blobstore-azurite-"); err != nil {
+			shared.err = err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		shared.az, shared.err = azurite.Launch(ctx, bin, shared.dir, io.Discard)
+	})
+	if shared.err != nil {
+		t.Fatalf("azurite: %v", shared.err)
+	}
+	c, err := azblob.NewClientFromConnectionString(shared.az.ConnectionString(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return blobstore.New(c, blobstore.Options{BlockSize: 1 << 20}), fmt.Sprintf("c%d%d", time.Now().UnixNano()%1_000_000, seq.Add(1))
+}
+
+func TestStore_WriteWholeOrNothing(t *testing.T) {
+	t.Parallel()
+	s, c := store(t)
+	ctx := context.Background()
+	data := strings.Repeat("0123456789abcdef", 300_000) // 4.8 MB: several blocks
+	tests := []struct {
+		name   string
+		abort  bool
+		stored bool
+	}{
+		{"committed on Close", false, true},
+		{"nothing after Abort", true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := "dir/" + strings.ReplaceAll(tt.name, " ", "-") + ".jsonl"
+			w, err := s.Create(ctx, c, name, map[string]string{"kind": "test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.Copy(w, strings.NewReader(data)); err != nil {
+				t.Fatal(err)
+			}
+			sum := sha256.Sum256([]byte(data))
+			if w.Size() != int64(len(data)) || w.SHA256() != hex.EncodeToString(sum[:]) {
+				t.Errorf("Size %d SHA256 %s, want %d and the data's", w.Size(), w.SHA256(), len(data))
+			}
+			if tt.abort {
+				w.Abort(errors.New("test"))
+			} else if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			body, info, err := s.Open(ctx, c, name)
+			if !tt.stored {
+				if !errors.Is(err, blobstore.ErrNotFound) {
+					t.Errorf("Open after Abort = %v, want ErrNotFound", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer body.Close()
+			got, err := io.ReadAll(body)
+			if err != nil || string(got) != data || info.Size != int64(len(data)) || info.Metadata["kind"] != "test" {
+				t.Errorf("read back %d bytes (%v), info %+v", len(got), err, info)
+			}
+		})
+	}
+}
+
+func TestStore_ListDeleteStat(t *testing.T) {
+	t.Parallel()
+	s, c := store(t)
+	ctx := context.Background()
+	for _, n := range []string{"a/1", "a/2", "b/1"} {
+		w, err := s.Create(ctx, c, n, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprint(w, n)
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if names, err := s.List(ctx, c, "a/"); err != nil || len(names) != 2 {
+		t.Errorf("List a/ = %v, %v", names, err)
+	}
+	if err := s.DeletePrefix(ctx, c, "a/"); err != nil {
+		t.Fatal(err)
+	}
+	if names, _ := s.List(ctx, c, ""); len(names) != 1 || names[0] != "b/1" {
+		t.Errorf("after DeletePrefix: %v", names)
+	}
+	if err := s.Delete(ctx, c, "a/1"); err != nil {
+		t.Errorf("Delete of a missing blob = %v, want nil", err)
+	}
+	if _, err := s.Stat(ctx, c, "a/1"); !errors.Is(err, blobstore.ErrNotFound) {
+		t.Errorf("Stat of a missing blob = %v, want ErrNotFound", err)
+	}
+	if info, err := s.Stat(ctx, c, "b/1"); err != nil || info.Size != 3 {
+		t.Errorf("Stat = %+v, %v", info, err)
+	}
+	if names, err := s.List(ctx, "nosuchcontainer", ""); err != nil || len(names) != 0 {
+		t.Errorf("List of a missing container = %v, %v", names, err)
+	}
+}
