@@ -77,4 +77,3 @@ func TestSender_Raise(t *testing.T) {
 		t.Errorf("posted %+v", posted[0])
 	}
 }
-
