@@ -1,0 +1,112 @@
+package tablestore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/offpath/offpath/internal/batch"
+	"github.com/offpath/offpath/internal/tablestore"
+)
+
+func newJob(t *testing.T, tenantID string, at time.Time, key string) batch.Job {
+	t.Helper()
+	id, err := batch.NewJobID(at, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return batch.Job{ID: id, Tenant: tenantID, Alias: "summarize", State: batch.Accepted, Created: at, Updated: at, Items: 1,
+		IdempotencyKey: key, Parts: []batch.Part{{Index: 0, Status: batch.PartPending, Lines: 1}}}
+}
+
+func TestJobs_CreateGetUpdate(t *testing.T) {
+	t.Parallel()
+	s := tablestore.NewJobs(service(t), tableName(t, "job"), nil)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	j, err := s.Create(ctx, newJob(t, "contoso", now, "nightly"), "fp1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same key again: the first job, named, and nothing new stored.
+	dup := newJob(t, "contoso", now, "nightly")
+	var de *batch.DuplicateError
+	if _, err := s.Create(ctx, dup, "fp2"); !errors.As(err, &de) || de.JobID != j.ID || de.Fingerprint != "fp1" {
+		t.Fatalf("second Create with the key = %v, want a DuplicateError naming %s", err, j.ID)
+	}
+	if _, err := s.Get(ctx, "contoso", dup.ID); !errors.Is(err, batch.ErrNotFound) {
+		t.Errorf("the duplicate was stored: %v", err)
+	}
+	// Another tenant's key space is its own; its reads never see contoso's jobs.
+	if _, err := s.Create(ctx, newJob(t, "fabrikam", now, "nightly"), "fp1"); err != nil {
+		t.Errorf("the same key for another tenant: %v", err)
+	}
+	if _, err := s.Get(ctx, "fabrikam", j.ID); !errors.Is(err, batch.ErrNotFound) {
+		t.Errorf("fabrikam reading contoso's job: %v, want ErrNotFound", err)
+	}
+	// A document bigger than one property (60 KB) round-trips.
+	j.Metadata = map[string]string{"note": strings.Repeat("é", 40_000)}
+	for i := range 40 {
+		j.Parts = append(j.Parts, batch.Part{Index: i + 1, InputBlob: strings.Repeat("x", 1000)})
+	}
+	stale := j
+	if j, err = s.Update(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, "contoso", j.ID)
+	if err != nil || len(got.Parts) != 41 || got.Metadata["note"] != j.Metadata["note"] || got.ETag != j.ETag {
+		t.Fatalf("Get after Update: %d parts, %v", len(got.Parts), err)
+	}
+	if _, err := s.Update(ctx, stale); !errors.Is(err, batch.ErrConflict) {
+		t.Errorf("Update with a stale ETag = %v, want ErrConflict", err)
+	}
+}
+
+func TestJobs_ListAndIndex(t *testing.T) {
+	t.Parallel()
+	s := tablestore.NewJobs(service(t), tableName(t, "job"), nil)
+	ctx := context.Background()
+	base := time.Now().UTC()
+	var ids []string
+	for i := range 5 {
+		j := newJob(t, "contoso", base.Add(time.Duration(i)*time.Second), "")
+		if i%2 == 0 {
+			j.State = batch.Held
+		}
+		if _, err := s.Create(ctx, j, ""); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.MarkActive(ctx, "contoso", j.ID); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, j.ID)
+	}
+	page, err := s.List(ctx, "contoso", "", "", 3)
+	if err != nil || len(page) != 3 || page[0].ID != ids[4] || page[2].ID != ids[2] {
+		t.Fatalf("first page: %v %v", len(page), err)
+	}
+	rest, err := s.List(ctx, "contoso", "", page[2].ID, 3)
+	if err != nil || len(rest) != 2 || rest[0].ID != ids[1] {
+		t.Errorf("second page: %d %v", len(rest), err)
+	}
+	held, err := s.List(ctx, "contoso", batch.Held, "", 10)
+	if err != nil || len(held) != 3 {
+		t.Errorf("held jobs: %d %v", len(held), err)
+	}
+	active, err := s.ListActive(ctx)
+	if err != nil || len(active) != 5 {
+		t.Fatalf("active: %d %v", len(active), err)
+	}
+	if err := s.Unmark(ctx, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Unmark(ctx, ids[0]); err != nil {
+		t.Errorf("Unmark twice: %v", err)
+	}
+	if active, _ := s.ListActive(ctx); len(active) != 4 {
+		t.Errorf("active after Unmark: %d", len(active))
+	}
+}
