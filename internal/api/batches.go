@@ -19,6 +19,7 @@ import (
 	"github.com/offpath/offpath/internal/auth"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/tenant"
 )
 
 // DefaultMaxBatchBody bounds a batch submission's body (inline items);
@@ -252,6 +253,8 @@ func batchFail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusBadRequest, inv.Code, inv.Message)
 	case errors.Is(err, batch.ErrNotFound):
 		writeError(w, http.StatusNotFound, "not_found", "no such batch job")
+	case errors.Is(err, tenant.ErrSuspended):
+		writeError(w, http.StatusForbidden, "tenant_suspended", "this tenant is suspended")
 	case errors.Is(err, batch.ErrAliasNotAllowed):
 		writeError(w, http.StatusForbidden, "alias_not_allowed", "this tenant may not use that model alias")
 	case errors.As(err, &budget):

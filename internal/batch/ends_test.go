@@ -10,6 +10,7 @@ import (
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/batchapi"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/tenant"
 )
 
 // TestEnds covers the ways a job ends other than completing: its window
@@ -68,6 +69,17 @@ func TestEnds(t *testing.T) {
 					t.Errorf("%d ledger records for a job that ran nothing", n)
 				}
 			},
+		},
+		{
+			name: "completed before its output file is there",
+			sim: func() aoaisim.Config {
+				c := simConfig(3000)
+				c.Faults = []aoaisim.FaultRule{{Deployment: batchDep, OutputFileDelay: aoaisim.Duration(20 * time.Minute)}}
+				return c
+			}(),
+			jobs:  1,
+			final: batch.Completed,
+			want:  map[batch.Outcome]int{batch.OK: 12},
 		},
 		{
 			name:  "token_limit_exceeded at create",
@@ -273,5 +285,39 @@ func TestCancel_DuringAdmission(t *testing.T) {
 	}
 	if got.Final != batch.Cancelled && got.Final != batch.Completed {
 		t.Errorf("final %s", got.Final)
+	}
+}
+
+// TestPoll_OneBrokenJob: a job whose harvest keeps failing (its index is
+// gone) does not stop the others; it raises harvest_failing.
+func TestPoll_OneBrokenJob(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envConfig{sim: simConfig(3000)})
+	broken := e.submit("contoso", items(4, "broken"))
+	fine := e.submit("fabrikam", items(4, "fine"))
+	if err := e.blobs.Delete(context.Background(), e.cont.Inputs, broken.Parts[0].IndexBlob); err != nil {
+		t.Fatal(err)
+	}
+	got := e.pollUntil(30*time.Second, func(j batch.Job) bool {
+		return j.State == batch.Harvested || j.Parts[0].HarvestErrors >= 3
+	}, broken.ID, fine.ID)
+	e.check(got[fine.ID], map[batch.Outcome]int{batch.OK: 4})
+	if b := got[broken.ID]; b.State == batch.Harvested || b.Parts[0].HarvestErrors < 3 {
+		t.Errorf("broken job: %s with %d harvest errors", b.State, b.Parts[0].HarvestErrors)
+	}
+	if e.alerts.count(batch.AlertHarvestFailing) != 1 {
+		t.Errorf("alerts %v, want one %s", e.alerts.names(), batch.AlertHarvestFailing)
+	}
+}
+
+// TestSubmit_SuspendedTenant: a suspended tenant's submission is refused
+// (the API refuses its credential already; other callers of Submit too).
+func TestSubmit_SuspendedTenant(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envConfig{sim: simConfig(3000)})
+	tn := e.tenants["contoso"]
+	tn.State = tenant.Suspended
+	if _, _, err := e.svc.Submit(e.ctx(), tn, batch.Request{Alias: "summarize", Items: items(1, "s")}); !errors.Is(err, tenant.ErrSuspended) {
+		t.Errorf("Submit for a suspended tenant = %v, want ErrSuspended", err)
 	}
 }

@@ -24,6 +24,9 @@ var ErrKeyReused = errors.New("idempotency key reused for a different request")
 // A request refused at any step leaves nothing behind. The same
 // idempotency key returns the job it made first, with replayed true.
 func (s *Service) Submit(ctx context.Context, t tenant.Tenant, r Request) (job Job, replayed bool, err error) {
+	if t.State != tenant.Active {
+		return Job{}, false, fmt.Errorf("tenant %s: %w", t.ID, tenant.ErrSuspended)
+	}
 	if err := checkRequest(&r); err != nil {
 		return Job{}, false, err
 	}
