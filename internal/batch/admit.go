@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -13,7 +12,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/batchapi"
-	"github.com/offpath/offpath/internal/outcome"
 )
 
 // backoff is the wait after the n-th refusal of a part: BackoffBase ×
@@ -256,149 +254,4 @@ func (s *Service) markHeld(ctx context.Context, j *Job, parts []int) {
 	if err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Str("job", j.ID).Msg("held state not recorded")
 	}
-}
-
-// admitPart uploads a part's input (once) and creates its Azure batch,
-// under the job's lease. It returns batchapi.ErrQuotaFull when Azure
-// refuses for quota, nil when the batch exists.
-func (s *Service) admitPart(ctx context.Context, t *tick, c candidate) error {
-	log := zerolog.Ctx(ctx).With().Str("job", c.job.ID).Str("tenant", c.job.Tenant).Int("part", c.part).Logger()
-	ctx = log.WithContext(ctx)
-	i := c.part
-	maybe := false
-	j, err := s.update(ctx, *c.job, func(j *Job) error {
-		now := s.now()
-		p := &j.Parts[i]
-		if j.leasedByOther(t.owner, now) {
-			return errLeaseLost
-		}
-		if p.Status != PartPending || j.CancelRequested {
-			return errSkipAdmit
-		}
-		maybe = p.MaybeCreated
-		p.MaybeCreated = true // a create may be under way from here on
-		j.Lease = Lease{Owner: t.owner, Until: now.Add(s.o.LeaseTTL)}
-		return nil
-	})
-	if err != nil {
-		if errors.Is(err, errSkipAdmit) || errors.Is(err, errLeaseLost) {
-			return err
-		}
-		return fmt.Errorf("claim: %w", err)
-	}
-	p := j.Parts[i]
-	fileID := p.InputFileID
-	var created batchapi.Created
-	if fileID == "" {
-		fileID, err = s.upload(ctx, &j, &p)
-	}
-	createCalled := err == nil
-	if createCalled {
-		created, err = s.o.Azure.CreateBatch(ctx, batchapi.Submission{InputFileID: fileID, JobID: j.ID, Part: p.Index,
-			Attempt: p.Attempt, MaybeCreated: maybe, Metadata: map[string]string{"tenant": j.Tenant, "alias": j.Alias}})
-	}
-	var events []partEvent
-	stored, uerr := s.update(ctx, j, func(j *Job) error {
-		events = events[:0]
-		if j.Lease.Owner != t.owner && j.leasedByOther(t.owner, s.now()) {
-			return errLeaseLost
-		}
-		j.Lease = Lease{}
-		q := &j.Parts[i]
-		if q.Status != PartPending {
-			if err == nil && q.Status == PartDone && q.BatchID == "" {
-				// Cancelled while the batch was being created: record it
-				// as submitted, so that the next tick cancels it at Azure
-				// and harvests what it did. It must not be lost.
-				q.Status, q.AzureStatus, q.FinishedAt = PartSubmitted, created.Batch.Status, time.Time{}
-				q.BatchID, q.InputFileID, q.SubmittedAt, q.MaybeCreated = created.Batch.ID, fileID, s.now(), false
-			}
-			return nil
-		}
-		q.InputFileID = fileID
-		if !createCalled {
-			q.MaybeCreated = maybe
-		}
-		if ev := s.applyCreate(q, created, err); ev != "" {
-			events = append(events, partEvent{i, ev})
-		}
-		return nil
-	})
-	if uerr != nil {
-		log.Error().Err(uerr).Str("batch_id", created.Batch.ID).Msg("admission not recorded; the next tick finds the batch by its metadata")
-	} else {
-		s.announce(ctx, &stored, events)
-	}
-	if err != nil {
-		if errors.Is(err, batchapi.ErrAuth) {
-			s.authAlert(ctx, t, err)
-		}
-		log.Warn().Err(err).Msg("part not admitted")
-		return err
-	}
-	log.Info().Str("batch_id", created.Batch.ID).Str("deployment", p.Deployment).Int64("estimated_tokens", p.EstimatedTokens).
-		Bool("recovered", created.Recovered).Msg("batch part submitted")
-	return uerr
-}
-
-var errSkipAdmit = errors.New("part no longer pending")
-
-// upload sends the part's stored input to Azure and waits until the file
-// is processed.
-func (s *Service) upload(ctx context.Context, j *Job, p *Part) (string, error) {
-	body, _, err := s.o.Blobs.Open(ctx, s.o.Containers.Inputs, p.InputBlob)
-	if err != nil {
-		return "", fmt.Errorf("open input: %w", err)
-	}
-	defer body.Close()
-	f, err := s.o.Azure.UploadFile(ctx, fmt.Sprintf("%s.part%d.jsonl", j.ID, p.Index), body, p.Bytes)
-	if err != nil {
-		return "", err
-	}
-	if f, err = s.o.Azure.AwaitFile(ctx, f.ID, time.Second); err != nil {
-		return "", err
-	}
-	return f.ID, nil
-}
-
-// applyCreate records the outcome of an admission attempt on the part.
-func (s *Service) applyCreate(p *Part, c batchapi.Created, err error) string {
-	now := s.now()
-	var qe *batchapi.QuotaError
-	switch {
-	case err == nil:
-		b := c.Batch
-		p.Status, p.BatchID, p.SubmittedAt, p.PolledAt = PartSubmitted, b.ID, now, now
-		p.AzureStatus, p.AzureExpiry, p.MaybeCreated, p.NextAttemptAt = b.Status, b.ExpiresAt, false, time.Time{}
-		if c.MaxEnqueuedTokens > 0 {
-			p.MaxEnqueuedTokens = c.MaxEnqueuedTokens
-		}
-		if b.Status.Terminal() {
-			return s.applyBatch(p, b)
-		}
-	case errors.As(err, &qe):
-		if qe.MaxEnqueuedTokens > 0 {
-			p.MaxEnqueuedTokens = qe.MaxEnqueuedTokens
-		}
-		p.BatchID = ""
-		s.requeue(p, "token_limit_exceeded")
-		p.Attempt-- // nothing was created: the same attempt may be used again
-	case errors.Is(err, batchapi.ErrAmbiguous):
-		p.HeldReason, p.NextAttemptAt = "retry", now.Add(s.backoff(1))
-	case errors.Is(err, batchapi.ErrNotFound):
-		// The input file expired or was deleted: upload it again.
-		p.InputFileID, p.MaybeCreated = "", false
-		p.HeldReason, p.NextAttemptAt = "retry", now.Add(s.backoff(1))
-	case outcome.Of(err) == outcome.Rejected:
-		p.MaybeCreated = false
-		p.Status, p.AzureStatus, p.FinishedAt = PartDone, batchapi.StatusFailed, now
-		p.Errors = []batchapi.BatchError{{Code: "create_rejected", Message: clipMessage(err.Error())}}
-		return AlertFailed
-	default:
-		p.HeldReason, p.NextAttemptAt = "retry", now.Add(s.backoff(p.Refusals+1))
-	}
-	if p.HeldSince.IsZero() && p.Status == PartPending {
-		p.HeldSince = now
-	}
-	return ""
 }
