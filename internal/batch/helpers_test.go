@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -32,43 +31,15 @@ import (
 
 // One Azurite serves the package's tests; they keep apart by table and
 // container names.
-var shared struct {
-	once sync.Once
-	az   *azurite.Azurite
-	err  error
-	dir  string
-}
+var shared azurite.Shared
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared.az != nil {
-		shared.az.Stop()
-		_ = os.RemoveAll(shared.dir)
-	}
+	shared.Stop()
 	os.Exit(code)
 }
 
-func sharedAzurite(tb testing.TB) *azurite.Azurite {
-	tb.Helper()
-	shared.once.Do(func() {
-		bin, err := azurite.Binary()
-		if err != nil {
-			shared.err = err
-			return
-		}
-		if shared.dir, err = os.MkdirTemp("", "batch-azurite-"); err != nil {
-			shared.err = err
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		shared.az, shared.err = azurite.Launch(ctx, bin, shared.dir, io.Discard)
-	})
-	if shared.err != nil {
-		tb.Fatalf("azurite: %v", shared.err)
-	}
-	return shared.az
-}
+func sharedAzurite(tb testing.TB) *azurite.Azurite { return shared.Get(tb) }
 
 var seq atomic.Int64
 

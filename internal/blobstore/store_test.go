@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,19 +19,11 @@ import (
 	"github.com/offpath/offpath/internal/blobstore"
 )
 
-var shared struct {
-	once sync.Once
-	az   *azurite.Azurite
-	err  error
-	dir  string
-}
+var shared azurite.Shared
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared.az != nil {
-		shared.az.Stop()
-		_ = os.RemoveAll(shared.dir)
-	}
+	shared.Stop()
 	os.Exit(code)
 }
 
@@ -41,24 +32,7 @@ var seq atomic.Int64
 // store returns a Store and a container name of its own.
 func store(t *testing.T) (*blobstore.Store, string) {
 	t.Helper()
-	shared.once.Do(func() {
-		bin, err := azurite.Binary()
-		if err != nil {
-			shared.err = err
-			return
-		}
-		if shared.dir, err = os.MkdirTemp("", "blobstore-azurite-"); err != nil {
-			shared.err = err
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		shared.az, shared.err = azurite.Launch(ctx, bin, shared.dir, io.Discard)
-	})
-	if shared.err != nil {
-		t.Fatalf("azurite: %v", shared.err)
-	}
-	c, err := azblob.NewClientFromConnectionString(shared.az.ConnectionString(), nil)
+	c, err := azblob.NewClientFromConnectionString(shared.Get(t).ConnectionString(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
