@@ -68,6 +68,9 @@ var flexAppSettings = {
   // from AZURE_CLIENT_ID; the Azure OpenAI endpoint is its custom subdomain.
   AZURE_CLIENT_ID: identityClientId
   OFFPATH_AOAI_ENDPOINT: openAIEndpoint
+  // The batch-poll timer's NCRONTAB schedule (functions/batch-poll): every
+  // minute, Azure's advice for polling a batch.
+  OFFPATH_BATCH_POLL_SCHEDULE: '0 */1 * * * *'
   // Heavy ingestion runs on AKS only.
   'AzureWebJobs.ingest-process-heavy.Disabled': 'true'
   // Sizing (written by `offpath sizing`): messages in flight per instance,
