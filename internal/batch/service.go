@@ -129,7 +129,7 @@ const (
 	DefaultRealert          = 6 * time.Hour
 	DefaultMaxItems         = 1_000_000
 	DefaultMaxParts         = 60
-	DefaultMaxInputBytes    = 4 << 30
+	DefaultMaxInputBytes    = 1 << 30
 	DefaultCompletionTokens = 1024
 )
 
@@ -180,7 +180,9 @@ type Options struct {
 	// PartLimits split inputs into parts (default Azure's limits, lowered
 	// so that a part fits its deployment's quota).
 	PartLimits batchfile.Limits
-	// MaxItems, MaxParts and MaxInputBytes bound one job.
+	// MaxItems, MaxParts and MaxInputBytes bound one job. A referenced
+	// corpus is read within the submitting request, so MaxInputBytes
+	// (default 1 GiB, a minute or so) also bounds how long that takes.
 	MaxItems      int
 	MaxParts      int
 	MaxInputBytes int64
