@@ -30,43 +30,19 @@ import (
 	"github.com/offpath/offpath/internal/tenant"
 )
 
-// One Azurite for the package; tests keep apart by table name.
-var shared struct {
-	once sync.Once
-	az   *azurite.Azurite
-	err  error
-	dir  string
-}
+// One Azurite serves the package's tests: starting one takes seconds.
+var shared azurite.Shared
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared.az != nil {
-		shared.az.Stop()
-		_ = os.RemoveAll(shared.dir)
-	}
+	shared.Stop()
 	os.Exit(code)
 }
 
+// sharedAzurite starts the shared Azurite on first use.
 func sharedAzurite(t testing.TB) *azurite.Azurite {
 	t.Helper()
-	shared.once.Do(func() {
-		bin, err := azurite.Binary()
-		if err != nil {
-			shared.err = err
-			return
-		}
-		if shared.dir, err = os.MkdirTemp("", "api-azurite-"); err != nil {
-			shared.err = err
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		shared.az, shared.err = azurite.Launch(ctx, bin, shared.dir, io.Discard)
-	})
-	if shared.err != nil {
-		t.Fatalf("azurite: %v", shared.err)
-	}
-	return shared.az
+	return shared.Get(t)
 }
 
 var seq atomic.Int64

@@ -1,12 +1,9 @@
 package tablestore_test
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,44 +14,19 @@ import (
 	"github.com/offpath/offpath/internal/tablestore"
 )
 
-// One Azurite serves the package's tests and benchmarks: starting one takes
-// seconds. Tests keep apart by table name.
-var shared struct {
-	once sync.Once
-	az   *azurite.Azurite
-	err  error
-	dir  string
-}
+// One Azurite serves the package's tests: starting one takes seconds.
+var shared azurite.Shared
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared.az != nil {
-		shared.az.Stop()
-		_ = os.RemoveAll(shared.dir)
-	}
+	shared.Stop()
 	os.Exit(code)
 }
 
+// sharedAzurite starts the shared Azurite on first use.
 func sharedAzurite(tb testing.TB) *azurite.Azurite {
 	tb.Helper()
-	shared.once.Do(func() {
-		bin, err := azurite.Binary()
-		if err != nil {
-			shared.err = err
-			return
-		}
-		if shared.dir, err = os.MkdirTemp("", "tablestore-azurite-"); err != nil {
-			shared.err = err
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		shared.az, shared.err = azurite.Launch(ctx, bin, shared.dir, io.Discard)
-	})
-	if shared.err != nil {
-		tb.Fatalf("azurite: %v", shared.err)
-	}
-	return shared.az
+	return shared.Get(tb)
 }
 
 var tableSeq atomic.Int64

@@ -1,11 +1,8 @@
 package tickets_test
 
 import (
-	"context"
-	"io"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,47 +13,19 @@ import (
 	"github.com/offpath/offpath/internal/tickets"
 )
 
-// shared is one Azurite for all the tests and benchmarks of the package,
-// started on first use (starting one takes seconds); each test keeps to a
-// container of its own. TestMain stops it.
-var shared struct {
-	once sync.Once
-	az   *azurite.Azurite
-	dir  string
-	err  error
-}
+// One Azurite serves the package's tests: starting one takes seconds.
+var shared azurite.Shared
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared.az != nil {
-		shared.az.Stop()
-	}
-	if shared.dir != "" {
-		_ = os.RemoveAll(shared.dir)
-	}
+	shared.Stop()
 	os.Exit(code)
 }
 
+// sharedAzurite starts the shared Azurite on first use.
 func sharedAzurite(tb testing.TB) *azurite.Azurite {
 	tb.Helper()
-	shared.once.Do(func() {
-		bin, err := azurite.Binary()
-		if err != nil {
-			shared.err = err
-			return
-		}
-		if shared.dir, err = os.MkdirTemp("", "tickets-azurite-"); err != nil {
-			shared.err = err
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		shared.az, shared.err = azurite.Launch(ctx, bin, shared.dir, io.Discard)
-	})
-	if shared.err != nil {
-		tb.Fatalf("azurite: %v", shared.err)
-	}
-	return shared.az
+	return shared.Get(tb)
 }
 
 // newContainer creates a fresh container on the shared Azurite.
