@@ -19,6 +19,7 @@ import (
 
 	"github.com/offpath/offpath/internal/alert"
 	"github.com/offpath/offpath/internal/aoaisim"
+	"github.com/offpath/offpath/internal/apptest"
 	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/batchapi"
@@ -36,6 +37,7 @@ var shared azurite.Shared
 func TestMain(m *testing.M) {
 	code := m.Run()
 	shared.Stop()
+	apptest.Cleanup()
 	os.Exit(code)
 }
 
