@@ -18,6 +18,8 @@ import (
 	"github.com/offpath/offpath/internal/config"
 	"github.com/offpath/offpath/internal/invoke"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/nightly"
+	"github.com/offpath/offpath/internal/report"
 	"github.com/offpath/offpath/internal/tablestore"
 )
 
@@ -27,9 +29,17 @@ const devBlobStorage = "DefaultEndpointsProtocol=http;AccountName=devstoreaccoun
 	"AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;" +
 	"BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;"
 
-// newBatch builds the batch control plane from the configuration, or
-// returns nil when it is not configured. It does no I/O.
-func newBatch(cfg config.Handler, t tenancy, logger zerolog.Logger) (*batch.Service, error) {
+// batchPath is the batch side of the handler: the control plane and the
+// scheduled work that goes through it.
+type batchPath struct {
+	svc     *batch.Service
+	nightly *nightly.Service
+}
+
+// newBatch builds the batch control plane and the nightly summaries from
+// the configuration, or returns nil when they are not configured. It does
+// no I/O.
+func newBatch(cfg config.Handler, t tenancy, logger zerolog.Logger) (*batchPath, error) {
 	b := cfg.Batch
 	if b == nil {
 		return nil, nil
@@ -55,13 +65,33 @@ func newBatch(cfg config.Handler, t tenancy, logger zerolog.Logger) (*batch.Serv
 	if err != nil {
 		return nil, err
 	}
-	return batch.New(batch.Options{
-		Jobs: tablestore.NewJobs(tables, tablestore.DefaultJobsTable, nil), Blobs: blobstore.New(blobs, blobstore.Options{}),
+	store := blobstore.New(blobs, blobstore.Options{})
+	alerts := alert.New(b.AlertWebhook, nil)
+	svc, err := batch.New(batch.Options{
+		Jobs: tablestore.NewJobs(tables, tablestore.DefaultJobsTable, nil), Blobs: store,
 		Azure: azure, Ledger: t.ledger, Budgets: ledger.NewBudgets(t.ledger), Catalog: cfg.Catalog,
-		Alerts: alert.New(b.AlertWebhook, nil), Quota: b.Quota,
+		Alerts: alerts, Quota: b.Quota,
 		PollInterval: b.PollInterval, LeaseTTL: b.LeaseTTL, Concurrency: b.Concurrency,
 		BackoffBase: b.BackoffBase, HeldAlert: b.HeldAlert, OverdueMargin: b.OverdueMargin, OutputExpiry: batchapi.DefaultOutputExpiry,
 	})
+	if err != nil {
+		return nil, err
+	}
+	n := cfg.Nightly
+	renderer, err := report.New(report.Options{TicketURL: n.TicketURL})
+	if err != nil {
+		return nil, fmt.Errorf("OFFPATH_TICKETS_URL: %w", err)
+	}
+	nights, err := nightly.New(nightly.Options{
+		Tickets: blobs.ServiceClient().NewContainerClient(n.TicketsContainer), Batches: svc, Tenants: t.tenants,
+		Nights: tablestore.NewNights(tables, ""), Summaries: tablestore.NewSummaries(tables, ""), Blobs: store,
+		Ledger: t.ledger, Alerts: alerts, Renderer: renderer, Tenant: n.Tenant, Alias: n.Alias,
+		SystemPrompt: n.SystemPrompt, MaxTokens: n.MaxTokens, Reports: n.ReportsContainer,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &batchPath{svc: svc, nightly: nights}, nil
 }
 
 // blobClient reaches the storage account's blobs the way the tables are
@@ -104,23 +134,28 @@ func tableService(cfg config.Handler) (*aztables.ServiceClient, error) {
 }
 
 // pollBatches is the batch-poll timer function: one tick of the batch
-// control plane. A tick that cannot even list the active jobs is transient
+// control plane, then the morning reports of harvested nights. A tick that cannot even list the active jobs is transient
 // (the host logs it and the next occurrence tries again); failures of
 // single jobs are logged by the tick and do not fail it.
-func pollBatches(svc *batch.Service) invoke.Func {
+func pollBatches(b *batchPath) invoke.Func {
 	return func(ctx context.Context, req *invoke.Request) (invoke.Result, error) {
-		if svc == nil {
+		if b == nil {
 			zerolog.Ctx(ctx).Warn().Msg("batch-poll fired but OFFPATH_AOAI_ENDPOINT is not set: nothing to do")
 			return invoke.Result{}, nil
 		}
 		if timer, err := req.Timer("timer"); err == nil && timer.IsPastDue {
 			zerolog.Ctx(ctx).Info().Msg("batch-poll is past due")
 		}
-		if _, err := svc.Poll(ctx); err != nil {
+		if _, err := b.svc.Poll(ctx); err != nil {
 			if errors.Is(err, context.DeadlineExceeded) {
 				return invoke.Result{}, fmt.Errorf("batch poll ran out of time: %w", err)
 			}
 			return invoke.Result{}, err
+		}
+		// A harvested nightly job's report is written by the tick that
+		// harvested it, or the next.
+		if _, err := b.nightly.WriteReports(ctx); err != nil {
+			return invoke.Result{}, fmt.Errorf("morning reports: %w", err)
 		}
 		return invoke.Result{}, nil
 	}

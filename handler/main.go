@@ -64,11 +64,13 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		Auth: tenancy.auth, Tenants: tenancy.tenants, Usage: tenancy.ledger, Catalog: cfg.Catalog,
 	}
 	if batches != nil {
-		apiOpts.Batches = batches
+		apiOpts.Batches = batches.svc
 	}
 	mux := invoke.NewMux(logger, invoke.Options{Timeout: cfg.InvocationTimeout})
 	mux.Forward("/api/", api.New(apiOpts))
-	mux.Handle("batch-poll", invoke.TimerTrigger, pollBatches(batches)) // timer: functions/batch-poll
+	mux.Handle("batch-poll", invoke.TimerTrigger, pollBatches(batches))              // timer: functions/batch-poll
+	mux.Handle("nightly-summaries", invoke.TimerTrigger, runNightly(batches))        // timer: functions/nightly-summaries
+	mux.Handle("report-deadline", invoke.TimerTrigger, checkReportDeadline(batches)) // timer: functions/report-deadline
 	if err := registerIngest(mux, cfg, tenancy, logger); err != nil {
 		return err
 	}

@@ -71,6 +71,13 @@ var flexAppSettings = {
   // The batch-poll timer's NCRONTAB schedule (functions/batch-poll): every
   // minute, Azure's advice for polling a batch.
   OFFPATH_BATCH_POLL_SCHEDULE: '0 */1 * * * *'
+  // The nightly ticket summaries collect the previous UTC day's tickets at
+  // 01:00, 02:00 and 03:00 UTC (the first run that succeeds submits; the
+  // others find the day done); the morning report must exist by 07:00 UTC;
+  // the second-door audit runs hourly. All NCRONTAB, UTC.
+  OFFPATH_TICKETS_SCHEDULE: '0 0 1-3 * * *'
+  OFFPATH_REPORT_DEADLINE_SCHEDULE: '0 0 7 * * *'
+  OFFPATH_AUDIT_SCHEDULE: '0 15 * * * *'
   // Heavy ingestion runs on AKS only.
   'AzureWebJobs.ingest-process-heavy.Disabled': 'true'
   // Sizing (written by `offpath sizing`): messages in flight per instance,

@@ -112,3 +112,13 @@ func (c *concat) Close() error {
 	}
 	return nil
 }
+
+// JobByKey returns the tenant's job made with an idempotency key, or
+// ErrNotFound: how a scheduled submitter finds out that it ran already.
+func (s *Service) JobByKey(ctx context.Context, tenantID, key string) (Job, error) {
+	id, _, err := s.o.Jobs.FindKey(ctx, tenantID, key)
+	if err != nil {
+		return Job{}, err
+	}
+	return s.o.Jobs.Get(ctx, tenantID, id)
+}

@@ -194,6 +194,15 @@ func (s *Store) SetMetadata(ctx context.Context, containerName, name string, md 
 	return nil
 }
 
+// SetContentType sets the Content-Type a blob is served with (a report
+// meant for a browser is text/html, not the default octet stream).
+func (s *Store) SetContentType(ctx context.Context, containerName, name, contentType string) error {
+	if _, err := s.blob(containerName, name).SetHTTPHeaders(ctx, blob.HTTPHeaders{BlobContentType: &contentType}, nil); err != nil {
+		return fmt.Errorf("set content type of %s/%s: %w", containerName, name, translate(err))
+	}
+	return nil
+}
+
 // translate maps SDK errors to this package's sentinels.
 func translate(err error) error {
 	var re *azcore.ResponseError

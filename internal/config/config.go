@@ -56,6 +56,8 @@ type Handler struct {
 	// Batch configures the batch control plane; nil without
 	// OFFPATH_AOAI_ENDPOINT (see Batch).
 	Batch *Batch `json:"batch,omitempty"`
+	// Nightly configures the scheduled batch work; set with Batch.
+	Nightly *Nightly `json:"nightly,omitempty"`
 	// Ingest configures the queue path (see Ingest).
 	Ingest Ingest `json:"ingest"`
 }
@@ -113,6 +115,7 @@ func LoadHandler(getenv func(string) string, readFile func(string) ([]byte, erro
 	}
 	errs = append(errs, c.loadTenancy(getenv, readFile)...)
 	errs = append(errs, c.loadBatch(getenv)...)
+	errs = append(errs, c.loadNightly(getenv)...)
 	errs = append(errs, c.loadIngest(getenv, readFile)...)
 	return c, errors.Join(errs...)
 }

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/offpath/offpath/internal/invoke"
+	"github.com/offpath/offpath/internal/nightly"
+)
+
+// runNightly is the nightly-summaries timer function: it collects and
+// submits the tickets of the day before the firing (UTC). Firing it again
+// for the same day submits nothing twice, so a schedule may fire several
+// times a night to ride out a failed run.
+func runNightly(b *batchPath) invoke.Func {
+	return func(ctx context.Context, req *invoke.Request) (invoke.Result, error) {
+		if b == nil {
+			zerolog.Ctx(ctx).Warn().Msg("nightly-summaries fired but OFFPATH_AOAI_ENDPOINT is not set: nothing to do")
+			return invoke.Result{}, nil
+		}
+		n, err := b.nightly.Run(ctx, nightly.DayOf(time.Now()))
+		if err != nil {
+			return invoke.Result{}, err
+		}
+		zerolog.Ctx(ctx).Info().Str("day", n.Day).Str("job", n.JobID).Int("new", n.Collected.New).Msg("nightly summaries ran")
+		return invoke.Result{}, nil
+	}
+}
+
+// checkReportDeadline is the report-deadline timer function: it alerts when
+// the report of the day before the firing (UTC) is not written.
+func checkReportDeadline(b *batchPath) invoke.Func {
+	return func(ctx context.Context, req *invoke.Request) (invoke.Result, error) {
+		if b == nil {
+			zerolog.Ctx(ctx).Warn().Msg("report-deadline fired but OFFPATH_AOAI_ENDPOINT is not set: nothing to do")
+			return invoke.Result{}, nil
+		}
+		if _, err := b.nightly.CheckDeadline(ctx, nightly.DayOf(time.Now())); err != nil {
+			return invoke.Result{}, err
+		}
+		return invoke.Result{}, nil
+	}
+}

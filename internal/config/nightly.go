@@ -1,0 +1,88 @@
+package config
+
+import (
+	"cmp"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Nightly configures the platform's scheduled batch work: the nightly
+// ticket summaries, the morning report and the second-door audit. It is
+// set whenever Batch is. The timers' schedules are not the handler's: the
+// host reads OFFPATH_TICKETS_SCHEDULE, OFFPATH_REPORT_DEADLINE_SCHEDULE and
+// OFFPATH_AUDIT_SCHEDULE (NCRONTAB, UTC) from the functions' bindings.
+type Nightly struct {
+	// Tenant is OFFPATH_TICKETS_TENANT (default "support"): the tenant the
+	// summaries run and are billed for. Alias is OFFPATH_TICKETS_ALIAS
+	// (default "summarize").
+	Tenant string `json:"tenant"`
+	Alias  string `json:"alias"`
+	// SystemPrompt is OFFPATH_TICKETS_SYSTEM_PROMPT (default "Summarize
+	// the ticket in two sentences."); MaxTokens OFFPATH_TICKETS_MAX_TOKENS
+	// (default 160).
+	SystemPrompt string `json:"system_prompt"`
+	MaxTokens    int    `json:"max_tokens"`
+	// TicketsContainer is OFFPATH_TICKETS_CONTAINER (default "tickets");
+	// ReportsContainer OFFPATH_REPORTS_CONTAINER (default "reports").
+	TicketsContainer string `json:"tickets_container"`
+	ReportsContainer string `json:"reports_container"`
+	// TicketURL is OFFPATH_TICKETS_URL: the support system's link to a
+	// ticket, with "{id}" for its id; empty: the report does not link.
+	TicketURL string `json:"ticket_url,omitempty"`
+	// AuditMinAge is OFFPATH_AUDIT_MIN_AGE (default 1h): the audit never
+	// deletes an Azure file younger than this.
+	AuditMinAge time.Duration `json:"audit_min_age"`
+}
+
+// loadNightly reads the scheduled work's settings (only with a batch
+// configuration).
+func (c *Handler) loadNightly(getenv func(string) string) []error {
+	if c.Batch == nil {
+		return nil
+	}
+	n := &Nightly{Tenant: cmp.Or(getenv("OFFPATH_TICKETS_TENANT"), "support"), Alias: cmp.Or(getenv("OFFPATH_TICKETS_ALIAS"), "summarize"),
+		SystemPrompt:     cmp.Or(getenv("OFFPATH_TICKETS_SYSTEM_PROMPT"), "Summarize the ticket in two sentences."),
+		MaxTokens:        160,
+		TicketsContainer: cmp.Or(getenv("OFFPATH_TICKETS_CONTAINER"), "tickets"),
+		ReportsContainer: cmp.Or(getenv("OFFPATH_REPORTS_CONTAINER"), "reports"),
+		TicketURL:        getenv("OFFPATH_TICKETS_URL"), AuditMinAge: time.Hour}
+	var errs []error
+	if s := getenv("OFFPATH_TICKETS_MAX_TOKENS"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1 || v > 4096 {
+			errs = append(errs, fmt.Errorf("OFFPATH_TICKETS_MAX_TOKENS %q: must be within 1..4096", s))
+		}
+		n.MaxTokens = v
+	}
+	if s := getenv("OFFPATH_AUDIT_MIN_AGE"); s != "" {
+		v, err := time.ParseDuration(s)
+		if err != nil || v < 0 {
+			errs = append(errs, fmt.Errorf("OFFPATH_AUDIT_MIN_AGE %q: must be a duration ≥ 0", s))
+		}
+		n.AuditMinAge = v
+	}
+	for _, ct := range []struct{ name, v string }{{"OFFPATH_TICKETS_CONTAINER", n.TicketsContainer}, {"OFFPATH_REPORTS_CONTAINER", n.ReportsContainer}} {
+		if !validContainer(ct.v) {
+			errs = append(errs, fmt.Errorf("%s %q: not a blob container name (3–63 of a-z, 0-9, '-')", ct.name, ct.v))
+		}
+	}
+	if u := n.TicketURL; u != "" {
+		p, err := url.Parse(strings.ReplaceAll(u, "{id}", "x"))
+		if err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" || !strings.Contains(u, "{id}") {
+			errs = append(errs, fmt.Errorf("OFFPATH_TICKETS_URL %q: must be an http(s) URL with {id} where the ticket id goes", u))
+		}
+	}
+	c.Nightly = n
+	return errs
+}
+
+// validContainer is Azure's rule for container names.
+func validContainer(s string) bool {
+	if len(s) < 3 || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' || strings.Contains(s, "--") {
+		return false
+	}
+	return !strings.ContainsFunc(s, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') })
+}
