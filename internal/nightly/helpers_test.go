@@ -18,6 +18,7 @@ import (
 
 	"github.com/offpath/offpath/internal/alert"
 	"github.com/offpath/offpath/internal/aoaisim"
+	"github.com/offpath/offpath/internal/apptest"
 	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/batchapi"
@@ -35,6 +36,7 @@ var shared azurite.Shared
 func TestMain(m *testing.M) {
 	code := m.Run()
 	shared.Stop()
+	apptest.Cleanup()
 	os.Exit(code)
 }
 
