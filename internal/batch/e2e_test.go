@@ -20,6 +20,7 @@ type jobJSON struct {
 	State    batch.State      `json:"state"`
 	Final    batch.State      `json:"final"`
 	Items    int              `json:"items"`
+	Created  time.Time        `json:"created"`
 	Outcomes batch.Counts     `json:"outcomes"`
 	Usage    ledger.UsageView `json:"usage"`
 	Parts    []struct {
