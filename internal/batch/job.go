@@ -132,6 +132,24 @@ func (u *Usage) addLine(x batchfile.Usage) {
 	u.ReasoningTokens += x.ReasoningTokens
 }
 
+// Meter adds one line of an output or error file to u, as the harvest
+// bills it, and returns the line's outcome. A line Azure ran (answered,
+// refused, or failed with an HTTP response) is a request, with its usage;
+// a refusal is also a refusal. A line the completion window or a
+// cancellation cut off, or that never got a response, consumed nothing.
+// The second-door audit bills batches offpath did not create with it.
+func (u *Usage) Meter(res *batchfile.Result) Outcome {
+	o := outcomeOf(res)
+	if o == OK || o == Refused || (o == FailedOutcome && res.StatusCode != 0) {
+		u.Requests++
+		u.addLine(res.Usage)
+		if o == Refused {
+			u.Refusals++
+		}
+	}
+	return o
+}
+
 // FileCopy is an Azure output or error file copied to platform storage.
 type FileCopy struct {
 	AzureFileID string `json:"azure_file_id"`

@@ -131,15 +131,8 @@ func (s *Service) parseCopy(ctx context.Context, c FileCopy, kind int, idx *batc
 			continue
 		}
 		seen[line] = true
-		o := outcomeOf(&res)
+		o := sum.usage.Meter(&res)
 		sum.counts.inc(o)
-		if o == OK || o == Refused || (o == FailedOutcome && res.StatusCode != 0) {
-			sum.usage.Requests++
-			sum.usage.addLine(res.Usage)
-			if o == Refused {
-				sum.usage.Refusals++
-			}
-		}
 		l := resultOf(&res, e.ItemID, p.Index, line, o)
 		if err := out.write(&l); err != nil {
 			return err
