@@ -30,6 +30,8 @@ type demoTenant struct {
 var demoTenants = []demoTenant{
 	{ID: "contoso", Name: "Contoso Support (demo)", Aliases: []string{"summarize", "extract", "embed", "ingest"}, Budget: 50_000_000},
 	{ID: "fabrikam", Name: "Fabrikam Legal (demo)", Aliases: []string{"summarize"}},
+	// The nightly ticket summaries run for this one (OFFPATH_TICKETS_TENANT).
+	{ID: "support", Name: "Support operations (nightly summaries)", Aliases: []string{"summarize"}},
 }
 
 // demoKeys are the demo credentials, kept in the state folder (local only,

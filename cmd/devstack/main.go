@@ -139,6 +139,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			log.Error().Err(err).Msg("the demo batch job did not make it through")
 		} else if err := showUsage(ctx, stdout, host.URL(), key, seeded.keys.Tenants["contoso"]); err != nil {
 			log.Error().Err(err).Msg("the usage call through the dev host failed")
+		} else if err := showNightly(ctx, stdout, az.ConnectionString(), host.URL(), settings["DEVHOST_MASTER_KEY"], *state, 90*time.Second); err != nil {
+			log.Error().Err(err).Msg("the nightly summaries did not produce their morning report")
 		}
 	}
 	return <-done
