@@ -1,0 +1,216 @@
+package audit
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/offpath/offpath/internal/batch"
+	"github.com/offpath/offpath/internal/batchapi"
+	"github.com/offpath/offpath/internal/batchfile"
+	"github.com/offpath/offpath/internal/catalog"
+	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/tenant"
+)
+
+// book reads an ended batch's output and error files, meters every line as
+// the harvest does, and records the sum in the ledger under Unattributed.
+// It returns rec marked booked. Files Azure no longer has are noted, not
+// retried: what is gone cannot be read later either. Any other failure is
+// returned, and the next run books again from the start: the ledger row's
+// key comes from the batch id and the alias and deployment, which are
+// recorded before the row is first written, so booking again rewrites the
+// same row, never adds one, even if the input file is gone by then.
+func (a *Auditor) book(ctx context.Context, r *run, b batchapi.Batch, rec Record) (Record, error) {
+	log := zerolog.Ctx(ctx)
+	if rec.Deployment == "" {
+		var err error
+		if rec.Alias, rec.Deployment, rec.Note, err = a.attribute(ctx, b.InputFileID); err != nil {
+			return rec, err
+		}
+		if err := a.o.Store.Put(ctx, rec); err != nil {
+			return rec, fmt.Errorf("record the deployment: %w", err)
+		}
+	}
+	alias, dep := rec.Alias, rec.Deployment
+	var notes []string
+	if rec.Note != "" {
+		notes = append(notes, rec.Note)
+	}
+	var u batch.Usage
+	var unreadable int64
+	files := 0
+	for _, f := range []struct{ id, kind string }{{b.OutputFileID, "output"}, {b.ErrorFileID, "error"}} {
+		if f.id == "" {
+			continue
+		}
+		files++
+		n, err := a.meter(ctx, f.id, &u)
+		if errors.Is(err, batchapi.ErrNotFound) {
+			notes = append(notes, f.kind+" file "+f.id+" is gone: its usage is unknown")
+			continue
+		}
+		if err != nil {
+			return rec, fmt.Errorf("read %s file %s: %w", f.kind, f.id, err)
+		}
+		unreadable += n
+	}
+	if files == 0 {
+		notes = append(notes, "no output or error file: nothing ran")
+	}
+	if unreadable > 0 {
+		notes = append(notes, fmt.Sprintf("%d unreadable lines not booked", unreadable))
+	}
+
+	e := ledger.Entry{Tenant: Unattributed, Month: ledger.MonthOf(cmp.Or(b.CreatedAt, rec.CreatedAt, rec.AlertedAt)), Path: ledger.Batch,
+		Unit: LedgerUnit(b.ID), Alias: alias, Deployment: dep, Usage: ledger.Usage{
+			PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens,
+			ReasoningTokens: u.ReasoningTokens, Requests: u.Requests, Refusals: u.Refusals}}
+	if alias != Unknown {
+		if err := e.Estimate(a.o.Catalog); err != nil {
+			notes = append(notes, "no price: booked without a cost")
+		}
+	}
+	if e.Requests > 0 || e.PromptTokens > 0 || e.CompletionTokens > 0 {
+		if err := a.ensureTenant(ctx, r); err != nil {
+			return rec, err
+		}
+		if err := a.o.Ledger.Record(ctx, e); err != nil {
+			return rec, fmt.Errorf("record usage: %w", err)
+		}
+	}
+	rec.BookedAt, rec.Status = r.inv.now, string(b.Status)
+	rec.InputFileID, rec.OutputFileID, rec.ErrorFileID = b.InputFileID, b.OutputFileID, b.ErrorFileID
+	rec.Alias, rec.Deployment, rec.Usage, rec.Note = alias, dep, e.Usage, strings.Join(notes, "; ")
+	ev := log.Info()
+	if rec.Note != "" || alias == Unknown {
+		ev = log.Warn().Str("note", rec.Note)
+	}
+	ev.Str("status", rec.Status).Str("alias", alias).Str("deployment", dep).Str("month", e.Month.String()).
+		Int64("requests", e.Requests).Int64("refusals", e.Refusals).
+		Int64("prompt_tokens", e.PromptTokens).Int64("completion_tokens", e.CompletionTokens).Int64("cost_nano_usd", int64(e.Cost)).
+		Msg("second-door batch usage booked to tenant " + Unattributed)
+	return rec, nil
+}
+
+// meter adds the usage of every line of an output or error file to u and
+// returns how many lines could not be read. It keeps nothing of a line
+// but its usage and outcome.
+func (a *Auditor) meter(ctx context.Context, id string, u *batch.Usage) (unreadable int64, err error) {
+	body, err := a.o.Azure.OpenFileContent(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	defer body.Close()
+	rd := batchfile.NewReader(body, 0)
+	for {
+		res, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			return unreadable, nil
+		}
+		if errors.Is(err, batchfile.ErrMalformedLine) {
+			unreadable++
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		u.Meter(&res)
+	}
+}
+
+// maxFirstLine bounds what is read of an input file to find its model.
+const maxFirstLine = batchfile.DefaultMaxLineBytes
+
+// attribute finds the alias and deployment a batch's usage is booked
+// under, and a note on what could not be found.
+func (a *Auditor) attribute(ctx context.Context, inputFileID string) (alias, dep, note string, err error) {
+	dep, note, err = a.deployment(ctx, inputFileID)
+	if err != nil {
+		return "", "", "", err
+	}
+	if dep == "" {
+		return Unknown, Unknown, note, nil
+	}
+	if alias = a.aliasOf(dep); alias == "" {
+		return Unknown, dep, "deployment " + dep + " is not in the catalog", nil
+	}
+	return alias, dep, "", nil
+}
+
+// deployment reads the model of an input file's first line: in a Global
+// Batch file, the deployment every line goes to. It returns "" and a note
+// when the file is gone or says nothing usable.
+func (a *Auditor) deployment(ctx context.Context, inputFileID string) (dep, note string, err error) {
+	if inputFileID == "" {
+		return "", "no input file: deployment unknown", nil
+	}
+	body, err := a.o.Azure.OpenFileContent(ctx, inputFileID)
+	if errors.Is(err, batchapi.ErrNotFound) {
+		return "", "input file " + inputFileID + " is gone: deployment unknown", nil
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("read input file %s: %w", inputFileID, err)
+	}
+	defer body.Close()
+	var line struct {
+		Body struct {
+			Model string `json:"model"`
+		} `json:"body"`
+	}
+	if err := json.NewDecoder(io.LimitReader(body, maxFirstLine)).Decode(&line); err != nil {
+		return "", "input file's first line unreadable: deployment unknown", nil
+	}
+	if !catalog.ValidDeployment(line.Body.Model) {
+		return "", "input file names no valid deployment", nil
+	}
+	return line.Body.Model, "", nil
+}
+
+// aliasOf returns the first alias, by name, whose batch deployments include
+// dep, or "".
+func (a *Auditor) aliasOf(dep string) string {
+	if dep == "" {
+		return ""
+	}
+	for _, al := range a.o.Catalog.Aliases() {
+		if _, ok := al.Deployment(catalog.Batch, dep); ok {
+			return al.Name
+		}
+	}
+	return ""
+}
+
+// ensureTenant makes sure the Unattributed tenant exists, once per run, so
+// that the admin's usage report can show it. It is created suspended,
+// without keys, application ids or aliases: nobody can use it.
+func (a *Auditor) ensureTenant(ctx context.Context, r *run) error {
+	if r.tenantReady {
+		return nil
+	}
+	t, err := a.o.Tenants.Get(ctx, Unattributed)
+	switch {
+	case err == nil:
+		if t.State != tenant.Suspended || len(t.Keys) > 0 || len(t.AppIDs) > 0 {
+			zerolog.Ctx(ctx).Warn().Str("tenant", Unattributed).
+				Msg("the tenant that holds second-door usage can be used by someone; suspend it and remove its credentials")
+		}
+	case errors.Is(err, tenant.ErrNotFound):
+		t = tenant.New(Unattributed, "Usage of batches offpath did not create", r.inv.now)
+		t.State = tenant.Suspended
+		if err := a.o.Tenants.Create(ctx, t); err != nil && !errors.Is(err, tenant.ErrConflict) {
+			return fmt.Errorf("create tenant %s: %w", Unattributed, err)
+		}
+		zerolog.Ctx(ctx).Info().Str("tenant", Unattributed).Msg("tenant for second-door usage created, suspended")
+	default:
+		return fmt.Errorf("read tenant %s: %w", Unattributed, err)
+	}
+	r.tenantReady = true
+	return nil
+}
