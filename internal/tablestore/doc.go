@@ -20,6 +20,9 @@
 //	                month is one partition query; RowKey the entry's
 //	                deterministic key (ledger.Entry.Key), so that writing
 //	                the same unit again replaces its row.
+//	offpathaudit    PartitionKey "batch" or "file", RowKey the Azure id: what
+//	                the second-door audit has alerted and booked, read a
+//	                partition at a time (see DefaultAuditTable).
 //
 // Tables are created on first write (an existing table is fine).
 package tablestore
