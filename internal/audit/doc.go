@@ -76,6 +76,6 @@
 // retried next run; the run goes on. Each Run ends with one info log line,
 // "event":"batch_audit", carrying the Summary's counts.
 //
-// Two runs at once may alert twice (the Functions timer runs one at a
-// time); they never book twice.
+// The Functions timer runs one firing at a time. Two runs at once would
+// at worst alert twice, and book twice into the same ledger row.
 package audit
