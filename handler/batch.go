@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/alert"
+	"github.com/offpath/offpath/internal/audit"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/batchapi"
 	"github.com/offpath/offpath/internal/blobstore"
@@ -34,10 +35,11 @@ const devBlobStorage = "DefaultEndpointsProtocol=http;AccountName=devstoreaccoun
 type batchPath struct {
 	svc     *batch.Service
 	nightly *nightly.Service
+	audit   *audit.Auditor
 }
 
-// newBatch builds the batch control plane and the nightly summaries from
-// the configuration, or returns nil when they are not configured. It does
+// newBatch builds the batch control plane, the nightly summaries and the
+// second-door audit from the configuration, or returns nil when they are not configured. It does
 // no I/O.
 func newBatch(cfg config.Handler, t tenancy, logger zerolog.Logger) (*batchPath, error) {
 	b := cfg.Batch
@@ -66,9 +68,10 @@ func newBatch(cfg config.Handler, t tenancy, logger zerolog.Logger) (*batchPath,
 		return nil, err
 	}
 	store := blobstore.New(blobs, blobstore.Options{})
+	jobs := tablestore.NewJobs(tables, tablestore.DefaultJobsTable, nil)
 	alerts := alert.New(b.AlertWebhook, nil)
 	svc, err := batch.New(batch.Options{
-		Jobs: tablestore.NewJobs(tables, tablestore.DefaultJobsTable, nil), Blobs: store,
+		Jobs: jobs, Blobs: store,
 		Azure: azure, Ledger: t.ledger, Budgets: ledger.NewBudgets(t.ledger), Catalog: cfg.Catalog,
 		Alerts: alerts, Quota: b.Quota,
 		PollInterval: b.PollInterval, LeaseTTL: b.LeaseTTL, Concurrency: b.Concurrency,
@@ -91,7 +94,12 @@ func newBatch(cfg config.Handler, t tenancy, logger zerolog.Logger) (*batchPath,
 	if err != nil {
 		return nil, err
 	}
-	return &batchPath{svc: svc, nightly: nights}, nil
+	auditor, err := audit.New(audit.Options{Azure: azure, Active: jobs, Store: tablestore.NewAudit(tables, ""),
+		Ledger: t.ledger, Tenants: t.tenants, Catalog: cfg.Catalog, Alerts: alerts, MinAge: n.AuditMinAge})
+	if err != nil {
+		return nil, err
+	}
+	return &batchPath{svc: svc, nightly: nights, audit: auditor}, nil
 }
 
 // blobClient reaches the storage account's blobs the way the tables are

@@ -71,6 +71,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	mux.Handle("batch-poll", invoke.TimerTrigger, pollBatches(batches))              // timer: functions/batch-poll
 	mux.Handle("nightly-summaries", invoke.TimerTrigger, runNightly(batches))        // timer: functions/nightly-summaries
 	mux.Handle("report-deadline", invoke.TimerTrigger, checkReportDeadline(batches)) // timer: functions/report-deadline
+	mux.Handle("batch-audit", invoke.TimerTrigger, runAudit(batches))                // timer: functions/batch-audit
 	if err := registerIngest(mux, cfg, tenancy, logger); err != nil {
 		return err
 	}

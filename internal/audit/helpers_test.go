@@ -22,6 +22,7 @@ import (
 
 	"github.com/offpath/offpath/internal/alert"
 	"github.com/offpath/offpath/internal/aoaisim"
+	"github.com/offpath/offpath/internal/apptest"
 	"github.com/offpath/offpath/internal/api"
 	"github.com/offpath/offpath/internal/audit"
 	"github.com/offpath/offpath/internal/auth"
@@ -39,6 +40,7 @@ var shared azurite.Shared
 func TestMain(m *testing.M) {
 	code := m.Run()
 	shared.Stop()
+	apptest.Cleanup()
 	os.Exit(code)
 }
 

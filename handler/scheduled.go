@@ -43,3 +43,19 @@ func checkReportDeadline(b *batchPath) invoke.Func {
 		return invoke.Result{}, nil
 	}
 }
+
+// runAudit is the batch-audit timer function: one second-door audit. A run
+// that cannot list the resource's batches and files fails (the next
+// occurrence tries again); failures of single items are logged and counted.
+func runAudit(b *batchPath) invoke.Func {
+	return func(ctx context.Context, req *invoke.Request) (invoke.Result, error) {
+		if b == nil {
+			zerolog.Ctx(ctx).Warn().Msg("batch-audit fired but OFFPATH_AOAI_ENDPOINT is not set: nothing to do")
+			return invoke.Result{}, nil
+		}
+		if _, err := b.audit.Run(ctx); err != nil {
+			return invoke.Result{}, err
+		}
+		return invoke.Result{}, nil
+	}
+}
