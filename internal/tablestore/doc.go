@@ -1,7 +1,9 @@
-// Package tablestore keeps offpath's tenants and ledger in Azure Table
-// Storage (Azurite locally) through the aztables SDK. It is the only
+// Package tablestore keeps offpath's records in Azure Table Storage
+// (Azurite locally) through the aztables SDK: tenants, the ledger, batch
+// jobs, document statuses, the nightly runs and the audit. It is the only
 // package that knows the tables' layout; everything else talks in the
-// domain types of packages tenant and ledger, and SDK errors are
+// domain types of packages tenant, ledger, batch, document, nightly and
+// audit, and SDK errors are
 // translated here into those packages' sentinels (tenant.ErrNotFound,
 // tenant.ErrConflict). Any other error is returned wrapped: callers treat
 // it as transient, so a row that could not be written is retried, never
@@ -20,6 +22,13 @@
 //	                month is one partition query; RowKey the entry's
 //	                deterministic key (ledger.Entry.Key), so that writing
 //	                the same unit again replaces its row.
+//	offpathbatchjobs batch jobs, idempotency keys and the poller's index
+//	                (see DefaultJobsTable); offpathdocuments the queue
+//	                path's document statuses (see documents.go).
+//	offpathnights   PartitionKey "<tenant id>", RowKey "<yyyy-mm-dd>": one
+//	                nightly run's record (see DefaultNightsTable).
+//	offpathsummaries PartitionKey "<tenant id>", RowKey "<ticket id>": the
+//	                hash of the version last submitted for summary.
 //	offpathaudit    PartitionKey "batch" or "file", RowKey the Azure id: what
 //	                the second-door audit has alerted and booked, read a
 //	                partition at a time (see DefaultAuditTable).
