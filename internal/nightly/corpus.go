@@ -63,52 +63,64 @@ func (j *jsonlWriter) close() error {
 // collect streams the day's new tickets into the run's corpus and index and
 // writes its manifest. The corpus is what the job is made from: one item per
 // ticket, its prompt the subject, the customer and the body.
-func (s *Service) collect(ctx context.Context, day time.Time, seen tickets.Summarised, run string) (tickets.Result, error) {
+func (s *Service) collect(ctx context.Context, day time.Time, run string) (Collected, error) {
 	prefix := RunPrefix(s.o.Tenant, dayName(day), run)
 	corpus, err := s.createJSONL(ctx, prefix+corpusFile)
 	if err != nil {
-		return tickets.Result{}, err
+		return Collected{}, err
 	}
 	index, err := s.createJSONL(ctx, prefix+indexFile)
 	if err != nil {
 		corpus.w.Abort(err)
-		return tickets.Result{}, err
+		return Collected{}, err
 	}
 	var prompt strings.Builder
-	res, err := tickets.NewCollector(s.o.Tickets, seen, s.o.Collector).Collect(ctx, day, func(t tickets.Ticket) error {
-		prompt.Reset()
-		if t.Subject != "" {
-			prompt.WriteString("Subject: " + t.Subject + "\n")
-		}
-		if t.Customer != "" {
-			prompt.WriteString("Customer: " + t.Customer + "\n")
-		}
-		if prompt.Len() > 0 {
-			prompt.WriteString("\n")
-		}
-		prompt.WriteString(t.Body)
-		if err := corpus.enc.Encode(batch.Item{ID: t.ID, Prompt: prompt.String()}); err != nil {
-			return err
-		}
-		return index.enc.Encode(indexEntry{ID: t.ID, Subject: t.Subject, Customer: t.Customer, Hash: t.Hash, Blob: t.Blob, Line: t.Line})
+	sv := &sieve{
+		lookup: func(ctx context.Context, ids []string) (map[string]string, error) {
+			return s.o.Summaries.Lookup(ctx, s.o.Tenant, ids)
+		},
+		emit: func(t tickets.Ticket) error {
+			prompt.Reset()
+			if t.Subject != "" {
+				prompt.WriteString("Subject: " + t.Subject + "\n")
+			}
+			if t.Customer != "" {
+				prompt.WriteString("Customer: " + t.Customer + "\n")
+			}
+			if prompt.Len() > 0 {
+				prompt.WriteString("\n")
+			}
+			prompt.WriteString(t.Body)
+			if err := corpus.enc.Encode(batch.Item{ID: t.ID, Prompt: prompt.String()}); err != nil {
+				return err
+			}
+			return index.enc.Encode(indexEntry{ID: t.ID, Subject: t.Subject, Customer: t.Customer, Hash: t.Hash, Blob: t.Blob, Line: t.Line})
+		},
+	}
+	res, err := tickets.NewCollector(s.o.Tickets, nil, s.o.Collector).Collect(ctx, day, func(t tickets.Ticket) error {
+		return sv.add(ctx, t)
 	})
+	if err == nil {
+		err = sv.flush(ctx)
+	}
 	if err == nil {
 		err = errors.Join(corpus.close(), index.close())
 	}
 	if err != nil {
 		corpus.w.Abort(err)
 		index.w.Abort(err)
-		return res, err
+		return Collected{}, err
 	}
+	c := collected(res, sv)
 	m, err := s.createJSONL(ctx, prefix+manifestFile)
 	if err != nil {
-		return res, err
+		return c, err
 	}
-	if err := m.enc.Encode(manifest{Day: dayName(day), Run: run, Collected: collected(res), Skipped: res.Skipped}); err != nil {
+	if err := m.enc.Encode(manifest{Day: dayName(day), Run: run, Collected: c, Skipped: res.Skipped}); err != nil {
 		m.w.Abort(err)
-		return res, fmt.Errorf("write manifest: %w", err)
+		return c, fmt.Errorf("write manifest: %w", err)
 	}
-	return res, m.close()
+	return c, m.close()
 }
 
 func (s *Service) readManifest(ctx context.Context, n Night) (manifest, error) {

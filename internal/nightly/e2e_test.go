@@ -98,14 +98,14 @@ func TestEndToEnd_NightOf2000Tickets(t *testing.T) {
 	st.Fire("nightly-summaries") // the timer fired twice for the same night
 
 	htmlName, mdName := nightly.ReportBlobs(dayName)
-	var html string
+	var md string
 	waitFor(t, 3*time.Minute, "the morning report", func() bool {
 		var ok bool
-		html, ok = readBlob(t, st, "reports", htmlName)
+		md, ok = readBlob(t, st, "reports", mdName) // written after the HTML
 		return ok
 	})
 	st.Fire("nightly-summaries") // and once more after the harvest
-	md, _ := readBlob(t, st, "reports", mdName)
+	html, _ := readBlob(t, st, "reports", htmlName)
 
 	ctx := context.Background()
 	jobs, err := st.Jobs.List(ctx, "support", "", "", 10)

@@ -52,8 +52,8 @@ type Collected struct {
 	SkippedTotal int `json:"skipped_total"`
 }
 
-func collected(r tickets.Result) Collected {
-	return Collected{Files: r.Files, Tickets: r.Tickets, New: r.New, Unchanged: r.Unchanged,
+func collected(r tickets.Result, sv *sieve) Collected {
+	return Collected{Files: r.Files, Tickets: r.Tickets, New: sv.New, Unchanged: sv.Unchanged,
 		Duplicates: r.Duplicates, SkippedTotal: r.SkippedTotal}
 }
 
@@ -85,8 +85,8 @@ type Nights interface {
 // Summaries keeps, per tenant and ticket, the hash of the version last
 // submitted for summary (package tablestore's Summaries).
 type Summaries interface {
-	// Load returns the tenant's whole record, for one collection.
-	Load(ctx context.Context, tenantID string) (*tickets.Memory, error)
+	// Lookup returns the recorded hash of each of ids that has one.
+	Lookup(ctx context.Context, tenantID string, ids []string) (map[string]string, error)
 	// Record writes the hashes of submitted tickets; writing the same
 	// ones again is harmless.
 	Record(ctx context.Context, tenantID, jobID string, s []Submitted) error

@@ -60,16 +60,12 @@ func (s *Service) Run(ctx context.Context, day time.Time) (Night, error) {
 		}
 	}
 
-	seen, err := s.o.Summaries.Load(ctx, s.o.Tenant)
-	if err != nil {
-		return Night{}, fmt.Errorf("load the summaries record: %w", err)
-	}
-	res, err := s.collect(ctx, day, seen, n.Run)
+	res, err := s.collect(ctx, day, n.Run)
 	if err != nil {
 		discard()
 		return Night{}, err
 	}
-	n.Collected = collected(res)
+	n.Collected = res
 	log.Info().Int("files", res.Files).Int("tickets", res.Tickets).Int("new", res.New).Int("unchanged", res.Unchanged).
 		Int("skipped", res.SkippedTotal).Msg("nightly summaries: tickets collected")
 

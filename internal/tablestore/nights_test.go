@@ -61,8 +61,8 @@ func TestSummaries_RecordAndLoad(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := tablestore.NewSummaries(service(t), tableName(t, "sum"))
-	if m, err := s.Load(ctx, "support"); err != nil || m.Len() != 0 {
-		t.Fatalf("Load of an unwritten table = %v, %v", m, err)
+	if m, err := s.Lookup(ctx, "support", []string{"T-1"}); err != nil || len(m) != 0 {
+		t.Fatalf("Lookup in an unwritten table = %v, %v", m, err)
 	}
 	var subs []nightly.Submitted
 	for i := range 250 {
@@ -75,11 +75,12 @@ func TestSummaries_RecordAndLoad(t *testing.T) {
 	if err := s.Record(ctx, "other", "job2", subs[:1]); err != nil {
 		t.Fatal(err)
 	}
-	m, err := s.Load(ctx, "support")
-	if err != nil || m.Len() != 250 {
-		t.Fatalf("Load = %d records, %v; want 250", m.Len(), err)
+	ids := []string{"T-0", "T-1", "T-249", "T-250", "nope"}
+	m, err := s.Lookup(ctx, "support", ids)
+	if err != nil || len(m) != 3 || m["T-0"] != "h2" || m["T-1"] != "h1" || m["T-249"] != "h1" {
+		t.Fatalf("Lookup(%v) = %v, %v; want T-0 h2, T-1 and T-249 h1", ids, m, err)
 	}
-	if h, ok, _ := m.Seen(ctx, subs[0].ID); !ok || h != "h2" {
-		t.Errorf("Seen(%s) = %q, %v; want h2", subs[0].ID, h, ok)
+	if m, err := s.Lookup(ctx, "other", ids); err != nil || len(m) != 1 || m["T-0"] != "h1" {
+		t.Fatalf("other tenant: Lookup = %v, %v", m, err)
 	}
 }

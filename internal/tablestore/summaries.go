@@ -11,7 +11,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/offpath/offpath/internal/nightly"
-	"github.com/offpath/offpath/internal/tickets"
 )
 
 // DefaultSummariesTable records which version of each ticket was last
@@ -23,8 +22,12 @@ import (
 // keys as they are.
 const DefaultSummariesTable = "offpathsummaries"
 
-// Summaries stores the summaries record.
+// Summaries stores the summaries record. It grows with every ticket ever
+// summarised, so it is only ever read by point reads.
 type Summaries struct{ t table }
+
+// lookupParallel bounds the point reads of one Lookup in flight.
+const lookupParallel = 16
 
 // NewSummaries returns the store on the named table (empty:
 // DefaultSummariesTable).
@@ -39,30 +42,41 @@ type summaryEntity struct {
 	Job          string `json:",omitempty"`
 }
 
-// Load reads a tenant's whole record (one partition query, only the ids
-// and hashes) into memory, for one collection.
-func (s *Summaries) Load(ctx context.Context, tenantID string) (*tickets.Memory, error) {
-	filter := "PartitionKey eq " + quote(tenantID)
-	sel := "RowKey,Hash"
-	pager := s.t.client.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter, Select: &sel})
-	m := tickets.NewMemory()
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			if isNotFound(err) {
-				return m, nil
+// Lookup returns the recorded hash of each of ids that has one: point
+// reads, lookupParallel at a time (one partition query would read every
+// ticket ever summarised).
+func (s *Summaries) Lookup(ctx context.Context, tenantID string, ids []string) (map[string]string, error) {
+	out := make(map[string]string, len(ids))
+	var mu sync.Mutex
+	errs := make([]error, len(ids))
+	sem := make(chan struct{}, lookupParallel)
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			res, err := s.t.client.GetEntity(ctx, tenantID, id, nil)
+			if err != nil {
+				if !isNotFound(err) {
+					errs[i] = fmt.Errorf("look up the summary of %s: %w", id, err)
+				}
+				return
 			}
-			return nil, fmt.Errorf("load the summaries of %s: %w", tenantID, err)
-		}
-		for _, b := range page.Entities {
 			var e summaryEntity
-			if err := json.Unmarshal(b, &e); err != nil {
-				return nil, fmt.Errorf("decode a summary record: %w", err)
+			if err := json.Unmarshal(res.Value, &e); err != nil {
+				errs[i] = fmt.Errorf("decode the summary of %s: %w", id, err)
+				return
 			}
-			m.Record(e.RowKey, e.Hash)
-		}
+			mu.Lock()
+			out[id] = e.Hash
+			mu.Unlock()
+		})
 	}
-	return m, nil
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Record writes the hashes of tickets submitted by job: one transaction per

@@ -34,7 +34,8 @@ type Collector struct {
 }
 
 // NewCollector returns a Collector over the tickets container that asks seen
-// what has been summarised already.
+// what has been summarised already. With seen nil every valid ticket is
+// yielded as new, for a caller that sorts new from unchanged itself, in bulk.
 func NewCollector(tickets *container.Client, seen Summarised, opts Options) *Collector {
 	opts.Concurrency = cmp.Or(max(opts.Concurrency, 0), 8)
 	opts.PrefetchBytes = cmp.Or(max(opts.PrefetchBytes, 0), 1<<20)
@@ -186,13 +187,15 @@ func (r *run) ticket(ctx context.Context, t Ticket) error {
 	}
 	r.first[t.ID] = occurrence{blob: len(r.blobs) - 1, line: t.Line, sum: sum}
 	r.res.Tickets++
-	hash, ok, err := r.c.seen.Seen(ctx, t.ID)
-	if err != nil {
-		return fmt.Errorf("look up summary of ticket %q: %w", t.ID, err)
-	}
-	if ok && hash == t.Hash {
-		r.res.Unchanged++
-		return nil
+	if r.c.seen != nil {
+		hash, ok, err := r.c.seen.Seen(ctx, t.ID)
+		if err != nil {
+			return fmt.Errorf("look up summary of ticket %q: %w", t.ID, err)
+		}
+		if ok && hash == t.Hash {
+			r.res.Unchanged++
+			return nil
+		}
 	}
 	r.res.New++
 	if err := r.yield(t); err != nil {

@@ -11,9 +11,11 @@ import (
 // An error stops the collection: it is infrastructure, not a bad ticket.
 //
 // The collector calls Seen once per unique valid ticket, in order, from one
-// goroutine. A store with a round trip per call (Table Storage) should load
-// the tenant's records once (one partition query) into a [Memory] and hand
-// that to the collector, rather than make 50,000 calls.
+// goroutine. A store with a round trip per call (Table Storage) would make
+// 50,000 sequential calls for a big day; such a caller passes no Summarised
+// and sorts the yielded tickets itself, looking them up many at once (as
+// package nightly does). Loading a whole record into a [Memory] is fine
+// for tests and small records, not for one that grows with every ticket.
 type Summarised interface {
 	Seen(ctx context.Context, id string) (hash string, ok bool, err error)
 }
