@@ -16,11 +16,12 @@
 //     crash may have left undone;
 //  2. returns the job if the control plane has one under the day's
 //     idempotency key (the record was lost in a crash after the submit);
-//  3. loads what has been summarised (one partition query), streams the
-//     day's new and changed tickets into a corpus in the support tenant's
-//     area of the uploads container, with a small index (id, subject,
-//     customer, hash; no text) and a manifest (counts and skipped documents)
-//     beside it;
+//  3. streams the day's tickets, looking up a few hundred at a time in the
+//     summaries record (point reads: the record grows with every ticket ever
+//     summarised), and writes the new and changed ones into a corpus in the
+//     support tenant's area of the uploads container, with a small index
+//     (id, subject, customer, hash; no text) and a manifest (counts and
+//     skipped documents) beside it;
 //  4. submits the corpus as one job with the day's idempotency key: two
 //     runs racing for the same day make one job, the loser deletes its
 //     files;
