@@ -29,6 +29,7 @@ var knownAlerts = [
   'output_expiring_unharvested'
   'second_door'
   'morning_report_missing'
+  'nightly_failed'
 ]
 
 var alertEvents = [
@@ -59,8 +60,8 @@ var alertEvents = [
   {
     name: 'morning-report-missing'
     severity: 2
-    description: 'The nightly ticket summaries did not produce their morning report.'
-    filter: 'Message contains \'"alert":"morning_report_missing"\''
+    description: 'The nightly ticket summaries failed, or did not produce their morning report by the deadline.'
+    filter: 'Message contains \'"alert":"morning_report_missing"\' or Message contains \'"alert":"nightly_failed"\''
   }
   {
     name: 'other-alert'

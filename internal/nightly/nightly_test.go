@@ -203,3 +203,25 @@ func TestCheckDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRun_FailureAlerts: a run that cannot submit (here: the support tenant
+// does not exist) fails, records nothing, and alerts at once.
+func TestRun_FailureAlerts(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 6000)
+	e.put("2026-03-14/a.jsonl", ticketLines("F", 3, func(int) string { return "Broken." }))
+	e.opts.Tenant = "nosuch"
+	if _, err := e.service().Run(e.ctx(), day); err == nil {
+		t.Fatal("Run for a tenant that does not exist succeeded")
+	}
+	a := e.alerts.named(nightly.AlertRunFailed)
+	if len(a) != 1 || a[0].Fields["day"] != "2026-03-14" || !strings.Contains(a[0].Message, "nosuch") {
+		t.Fatalf("alerts %+v; want one nightly_failed naming the day and the tenant", a)
+	}
+	if _, err := e.nights.Get(e.ctx(), "nosuch", "2026-03-14"); !errors.Is(err, nightly.ErrNotFound) {
+		t.Errorf("a failed run left a record: %v", err)
+	}
+	if names, _ := e.store.List(e.ctx(), e.cont.Uploads, "nosuch/"); len(names) != 0 {
+		t.Errorf("a failed run left files: %v", names)
+	}
+}

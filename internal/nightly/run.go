@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/offpath/offpath/internal/alert"
 	"github.com/offpath/offpath/internal/batch"
 )
 
@@ -26,6 +27,17 @@ const (
 // means nothing was submitted, or the submitted job is not yet recorded
 // (the next run adopts it): run it again.
 func (s *Service) Run(ctx context.Context, day time.Time) (Night, error) {
+	n, err := s.run(ctx, day)
+	if err != nil {
+		// The deadline would say so hours later; the operator hears now.
+		s.o.Alerts.Raise(ctx, alert.Alert{Name: AlertRunFailed, Tenant: s.o.Tenant, At: s.now(),
+			Message: fmt.Sprintf("the nightly summaries of %s failed: %v", dayName(day), err),
+			Fields:  map[string]any{"day": dayName(day)}})
+	}
+	return n, err
+}
+
+func (s *Service) run(ctx context.Context, day time.Time) (Night, error) {
 	name := dayName(day)
 	log := zerolog.Ctx(ctx).With().Str("day", name).Str("tenant", s.o.Tenant).Logger()
 	ctx = log.WithContext(ctx)

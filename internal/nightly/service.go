@@ -24,6 +24,9 @@ import (
 const (
 	// AlertReportMissing: the day's report is not written at the deadline.
 	AlertReportMissing = "morning_report_missing"
+	// AlertRunFailed: a nightly run failed; nothing was submitted, or the
+	// submitted job is not recorded yet (the next firing adopts it).
+	AlertRunFailed = "nightly_failed"
 	// EventReportWritten is logged (as "event") when a report is written.
 	EventReportWritten = "morning_report_written"
 )
