@@ -58,8 +58,8 @@ func TestRun_ListingFailure(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Run = %+v, nil error; want the listing failure", s)
 			}
-			if len(e.alerts.all()) != 0 {
-				t.Errorf("alerts raised by a run that failed to list: %+v", e.alerts.all())
+			if len(e.alerts.All()) != 0 {
+				t.Errorf("alerts raised by a run that failed to list: %+v", e.alerts.All())
 			}
 			if after := len(e.sim.State().Files); after != before {
 				t.Errorf("%d files before, %d after a failed run", before, after)

@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/alert"
+	"github.com/offpath/offpath/internal/alert/alerttest"
 	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/apptest"
 	"github.com/offpath/offpath/internal/api"
@@ -57,25 +58,6 @@ const (
 var epoch = time.Date(2026, 3, 14, 8, 0, 0, 0, time.UTC)
 
 var seq atomic.Int64
-
-// alerts records raised alerts.
-type alerts struct {
-	mu  sync.Mutex
-	got []alert.Alert
-}
-
-func (a *alerts) Raise(ctx context.Context, x alert.Alert) {
-	alert.Log(ctx, x)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.got = append(a.got, x)
-}
-
-func (a *alerts) all() []alert.Alert {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]alert.Alert(nil), a.got...)
-}
 
 // syncBuffer collects log output from concurrent writers.
 type syncBuffer struct {
@@ -130,7 +112,7 @@ type env struct {
 	tables  *tablestoreSet
 	ledger  *countingLedger
 	catalog *catalog.Catalog
-	alerts  *alerts
+	alerts  *alerttest.Recorder
 	logs    *syncBuffer
 	// skew is added to the simulator's clock to make the audit's.
 	skew atomic.Int64
@@ -183,7 +165,7 @@ func newEnv(t testing.TB, tweak ...func(*aoaisim.Config)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, sim: sim, ts: ts, clock: cfg.Clock, azure: client, catalog: cat, alerts: &alerts{}, logs: &syncBuffer{},
+	e := &env{t: t, sim: sim, ts: ts, clock: cfg.Clock, azure: client, catalog: cat, alerts: &alerttest.Recorder{}, logs: &syncBuffer{},
 		direct: openai.NewClient(option.WithBaseURL(ts.URL+"/openai/v1/"), option.WithAPIKey(aoaisim.DefaultKey), option.WithMaxRetries(0)),
 		tables: &tablestoreSet{
 			jobs:    tablestore.NewJobs(svc, "ajobs"+n, nil),
@@ -352,15 +334,7 @@ func (e *env) files() map[string]bool {
 }
 
 // secondDoor returns the second_door alerts raised so far.
-func (e *env) secondDoor() []alert.Alert {
-	var out []alert.Alert
-	for _, a := range e.alerts.all() {
-		if a.Name == audit.AlertSecondDoor {
-			out = append(out, a)
-		}
-	}
-	return out
-}
+func (e *env) secondDoor() []alert.Alert { return e.alerts.Named(audit.AlertSecondDoor) }
 
 // lineUsage is what an output or error file reports, read independently of
 // the code under test.
@@ -466,7 +440,7 @@ func (e *env) record(kind audit.Kind, id string) (audit.Record, bool) {
 func (e *env) noSecrets(answers []string) {
 	e.t.Helper()
 	var b strings.Builder
-	for _, a := range e.alerts.all() {
+	for _, a := range e.alerts.All() {
 		j, _ := json.Marshal(a)
 		b.Write(j)
 	}

@@ -78,7 +78,7 @@ func TestRun_OffpathJobThroughTheService(t *testing.T) {
 	if runs < 4 {
 		t.Errorf("only %d audit runs during the job", runs)
 	}
-	if got := e.alerts.all(); len(got) != 0 {
+	if got := e.alerts.All(); len(got) != 0 {
 		t.Errorf("alerts: %+v", got)
 	}
 	s := e.run()

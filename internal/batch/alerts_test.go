@@ -29,8 +29,8 @@ func TestAlerts_LingeringConditions(t *testing.T) {
 		if got := e.get(j.ID); got.State != batch.Held {
 			t.Errorf("state %s, want held", got.State)
 		}
-		if n := e.alerts.count(batch.AlertHeldTooLong); n != 1 {
-			t.Errorf("%d %s alerts over 4 ticks, want 1 (%v)", n, batch.AlertHeldTooLong, e.alerts.names())
+		if n := e.alerts.Count(batch.AlertHeldTooLong); n != 1 {
+			t.Errorf("%d %s alerts over 4 ticks, want 1 (%v)", n, batch.AlertHeldTooLong, e.alerts.Names())
 		}
 	})
 	t.Run("overdue", func(t *testing.T) {
@@ -48,8 +48,8 @@ func TestAlerts_LingeringConditions(t *testing.T) {
 		if got := e.get(j.ID); got.State != batch.Submitted {
 			t.Errorf("state %s, want submitted", got.State)
 		}
-		if n := e.alerts.count(batch.AlertOverdue); n != 1 {
-			t.Errorf("%d %s alerts, want 1 (%v)", n, batch.AlertOverdue, e.alerts.names())
+		if n := e.alerts.Count(batch.AlertOverdue); n != 1 {
+			t.Errorf("%d %s alerts, want 1 (%v)", n, batch.AlertOverdue, e.alerts.Names())
 		}
 	})
 	t.Run("output expiring and harvest failing", func(t *testing.T) {
@@ -73,8 +73,8 @@ func TestAlerts_LingeringConditions(t *testing.T) {
 			t.Errorf("state %s, copied %v, harvest errors %d; want completed, not copied, ≥ 3", got.State, got.Parts[0].Copied, got.Parts[0].HarvestErrors)
 		}
 		for _, a := range []string{batch.AlertOutputExpiring, batch.AlertHarvestFailing} {
-			if n := e.alerts.count(a); n != 1 {
-				t.Errorf("%d %s alerts, want 1 (%v)", n, a, e.alerts.names())
+			if n := e.alerts.Count(a); n != 1 {
+				t.Errorf("%d %s alerts, want 1 (%v)", n, a, e.alerts.Names())
 			}
 		}
 		if err := e.sim.SetFaults(nil); err != nil {

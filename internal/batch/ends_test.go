@@ -139,12 +139,12 @@ func TestEnds(t *testing.T) {
 				e.check(j, tt.want)
 			}
 			for _, a := range tt.alerts {
-				if e.alerts.count(a) != 1 {
-					t.Errorf("alerts %v, want one %s", e.alerts.names(), a)
+				if e.alerts.Count(a) != 1 {
+					t.Errorf("alerts %v, want one %s", e.alerts.Names(), a)
 				}
 			}
-			if len(tt.alerts) == 0 && len(e.alerts.names()) > 0 {
-				t.Errorf("alerts %v, want none", e.alerts.names())
+			if len(tt.alerts) == 0 && len(e.alerts.Names()) > 0 {
+				t.Errorf("alerts %v, want none", e.alerts.Names())
 			}
 			if tt.check != nil {
 				tt.check(t, e, jobs)
@@ -305,8 +305,8 @@ func TestPoll_OneBrokenJob(t *testing.T) {
 	if b := got[broken.ID]; b.State == batch.Harvested || b.Parts[0].HarvestErrors < 3 {
 		t.Errorf("broken job: %s with %d harvest errors", b.State, b.Parts[0].HarvestErrors)
 	}
-	if e.alerts.count(batch.AlertHarvestFailing) != 1 {
-		t.Errorf("alerts %v, want one %s", e.alerts.names(), batch.AlertHarvestFailing)
+	if e.alerts.Count(batch.AlertHarvestFailing) != 1 {
+		t.Errorf("alerts %v, want one %s", e.alerts.Names(), batch.AlertHarvestFailing)
 	}
 }
 

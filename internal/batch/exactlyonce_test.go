@@ -170,8 +170,8 @@ func TestLateHarvest_OutputExpired(t *testing.T) {
 			t.Errorf("result %+v, want failed with output_lost", l)
 		}
 	}
-	if !got.Parts[0].OutputLost || e.alerts.count(batch.AlertOutputLost) != 1 {
-		t.Errorf("output lost %v, alerts %v; want lost and one %s", got.Parts[0].OutputLost, e.alerts.names(), batch.AlertOutputLost)
+	if !got.Parts[0].OutputLost || e.alerts.Count(batch.AlertOutputLost) != 1 {
+		t.Errorf("output lost %v, alerts %v; want lost and one %s", got.Parts[0].OutputLost, e.alerts.Names(), batch.AlertOutputLost)
 	}
 	if n := e.ledger.records[batch.LedgerUnit(j.ID, 0)]; n != 0 {
 		t.Errorf("%d ledger writes for lost output, want 0", n)

@@ -17,7 +17,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/alert"
+	"github.com/offpath/offpath/internal/alert/alerttest"
 	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/apptest"
 	"github.com/offpath/offpath/internal/azurite"
@@ -46,39 +46,6 @@ func sharedAzurite(tb testing.TB) *azurite.Azurite { return shared.Get(tb) }
 var seq atomic.Int64
 
 const batchDep = "gpt-4o-mini-batch"
-
-// alerts records raised alerts.
-type alerts struct {
-	mu  sync.Mutex
-	got []alert.Alert
-}
-
-func (a *alerts) Raise(ctx context.Context, x alert.Alert) {
-	alert.Log(ctx, x)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.got = append(a.got, x)
-}
-
-func (a *alerts) names() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var out []string
-	for _, x := range a.got {
-		out = append(out, x.Name)
-	}
-	return out
-}
-
-func (a *alerts) count(name string) int {
-	n := 0
-	for _, x := range a.names() {
-		if x == name {
-			n++
-		}
-	}
-	return n
-}
 
 // countingLedger counts Record calls per unit, and can fail after writing.
 type countingLedger struct {
@@ -114,7 +81,7 @@ type env struct {
 	blobs   *blobstore.Store
 	cont    batch.Containers
 	catalog *catalog.Catalog
-	alerts  *alerts
+	alerts  *alerttest.Recorder
 	opts    batch.Options
 	svc     *batch.Service
 	tenants map[string]tenant.Tenant
@@ -157,7 +124,7 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 		t.Fatal(err)
 	}
 	n := fmt.Sprintf("%d%d", time.Now().UnixNano()%1_000_000_000, seq.Add(1))
-	e := &env{t: t, sim: sim, simURL: ts.URL, azure: client, alerts: &alerts{}, tenants: map[string]tenant.Tenant{},
+	e := &env{t: t, sim: sim, simURL: ts.URL, azure: client, alerts: &alerttest.Recorder{}, tenants: map[string]tenant.Tenant{},
 		jobs:   tablestore.NewJobs(svc, "bjobs"+n, nil),
 		ledger: &countingLedger{Ledger: tablestore.NewLedger(svc, tablestore.LedgerOptions{Table: "bled" + n}), records: map[string]int{}},
 		blobs:  blobstore.New(bc, blobstore.Options{}),

@@ -53,7 +53,7 @@ func TestLifecycle_CompletedWithRefusals(t *testing.T) {
 	if p.Mismatch != "" || len(p.Copies) == 0 || p.Copies[0].SHA256 == "" {
 		t.Errorf("part: mismatch %q, copies %+v", p.Mismatch, p.Copies)
 	}
-	if names := e.alerts.names(); len(names) != 0 {
+	if names := e.alerts.Names(); len(names) != 0 {
 		t.Errorf("alerts %v, want none", names)
 	}
 	// More ticks change nothing: the ledger row is written once.
