@@ -31,6 +31,9 @@
 //     re-run while the job is still running sends nothing twice.
 //
 // A day with no new tickets makes no job; its report is written at once.
+// A day is collected once: tickets dropped into its folder after its run
+// are not read (the support system writes into the current day's folder;
+// a ticket changed later is collected on the day it is exported again).
 //
 // # The morning report
 //

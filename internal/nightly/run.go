@@ -101,9 +101,13 @@ func (s *Service) run(ctx context.Context, day time.Time) (Night, error) {
 	if err := s.o.Blobs.Delete(ctx, s.o.Uploads, prefix+corpusFile); err != nil {
 		log.Warn().Err(err).Msg("nightly summaries: the submitted corpus was not deleted")
 	}
+	run := n.Run
 	n, err = s.create(ctx, n)
 	if err != nil {
 		return Night{}, err
+	}
+	if n.Run != run { // a racing run of a day without a job recorded it first
+		discard()
 	}
 	return s.repair(ctx, n)
 }
