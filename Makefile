@@ -72,6 +72,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x -count 3 ./internal/report/
 	$(GO) test -run '^$$' -bench Parse -benchmem -count 5 ./internal/tickets/
 	$(GO) test -run '^$$' -bench Collect -benchmem -benchtime 1x -count 3 -timeout 30m ./internal/tickets/
+	$(GO) test -run '^$$' -bench Night -benchtime 2x -timeout 30m ./internal/nightly/
 	$(GO) test -run '^$$' -bench Pipeline -benchtime 3x ./internal/extract/
 	$(GO) test -run '^$$' -bench QuotaAdherence -benchtime 1x ./internal/llm/
 	$(GO) test -run '^$$' -bench Client -benchtime 3s ./internal/llm/

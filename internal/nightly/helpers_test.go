@@ -89,7 +89,12 @@ type env struct {
 
 func newEnv(t testing.TB, linesPerMinute float64) *env {
 	t.Helper()
-	az := shared.Get(t)
+	return newEnvOn(t, shared.Get(t).ConnectionString(), linesPerMinute)
+}
+
+// newEnvOn is newEnv on the Azurite of the connection string conn.
+func newEnvOn(t testing.TB, conn string, linesPerMinute float64) *env {
+	t.Helper()
 	speed := 600.0
 	sim, err := aoaisim.New(aoaisim.Config{Speed: &speed, Batch: aoaisim.BatchConfig{LinesPerMinute: linesPerMinute},
 		Deployments: []aoaisim.Deployment{{Name: "gpt-4o-mini-batch", Model: "gpt-4o-mini", ModelVersion: "2024-07-18", Type: aoaisim.TypeGlobalBatch}}}, zerolog.Nop())
@@ -104,11 +109,11 @@ func newEnv(t testing.TB, linesPerMinute float64) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tables, err := tablestore.NewServiceClient(tablestore.Connection{ConnectionString: az.ConnectionString()})
+	tables, err := tablestore.NewServiceClient(tablestore.Connection{ConnectionString: conn})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bc, err := azblob.NewClientFromConnectionString(az.ConnectionString(), nil)
+	bc, err := azblob.NewClientFromConnectionString(conn, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
