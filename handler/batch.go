@@ -87,7 +87,8 @@ func newBatch(cfg config.Handler, t tenancy, logger zerolog.Logger) (*batchPath,
 	}
 	nights, err := nightly.New(nightly.Options{
 		Tickets: blobs.ServiceClient().NewContainerClient(n.TicketsContainer), Batches: svc, Tenants: t.tenants,
-		Nights: tablestore.NewNights(tables, ""), Summaries: tablestore.NewSummaries(tables, ""), Blobs: store,
+		Nights: tablestore.NewNights(tables, ""), Summaries: tablestore.NewSummaries(tables, ""),
+		Blobs:  blobstore.New(blobs, blobstore.Options{BlockSize: nightly.BlockSize}),
 		Ledger: t.ledger, Alerts: alerts, Renderer: renderer, Tenant: n.Tenant, Alias: n.Alias,
 		SystemPrompt: n.SystemPrompt, MaxTokens: n.MaxTokens, Reports: n.ReportsContainer,
 	})

@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,7 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/alert"
+	"github.com/offpath/offpath/internal/alert/alerttest"
 	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/apptest"
 	"github.com/offpath/offpath/internal/azurite"
@@ -42,31 +41,6 @@ func TestMain(m *testing.M) {
 
 var seq atomic.Int64
 
-// alerts records raised alerts.
-type alerts struct {
-	mu  sync.Mutex
-	got []alert.Alert
-}
-
-func (a *alerts) Raise(ctx context.Context, x alert.Alert) {
-	alert.Log(ctx, x)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.got = append(a.got, x)
-}
-
-func (a *alerts) named(name string) []alert.Alert {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var out []alert.Alert
-	for _, x := range a.got {
-		if x.Name == name {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
 // env is the nightly service over a batch service, on Azurite and an
 // in-process simulator, with tables and containers of its own.
 type env struct {
@@ -79,7 +53,7 @@ type env struct {
 	jobs    *tablestore.Jobs
 	ledger  *tablestore.Ledger
 	nights  *tablestore.Nights
-	alerts  *alerts
+	alerts  *alerttest.Recorder
 	batch   *batch.Service
 	opts    nightly.Options
 	svc     *nightly.Service
@@ -118,7 +92,7 @@ func newEnvOn(t testing.TB, conn string, linesPerMinute float64) *env {
 		t.Fatal(err)
 	}
 	n := fmt.Sprintf("%d%d", time.Now().UnixNano()%1_000_000_000, seq.Add(1))
-	e := &env{t: t, sim: sim, blobs: bc, store: blobstore.New(bc, blobstore.Options{}), alerts: &alerts{},
+	e := &env{t: t, sim: sim, blobs: bc, store: blobstore.New(bc, blobstore.Options{}), alerts: &alerttest.Recorder{},
 		jobs:    tablestore.NewJobs(tables, "njobs"+n, nil),
 		ledger:  tablestore.NewLedger(tables, tablestore.LedgerOptions{Table: "nled" + n}),
 		nights:  tablestore.NewNights(tables, "nnights"+n),
@@ -155,7 +129,7 @@ func newEnvOn(t testing.TB, conn string, linesPerMinute float64) *env {
 		t.Fatal(err)
 	}
 	e.opts = nightly.Options{Tickets: e.tickets, Batches: e.batch, Tenants: tenants, Nights: e.nights,
-		Summaries: tablestore.NewSummaries(tables, "nsum"+n), Blobs: e.store, Ledger: e.ledger, Alerts: e.alerts,
+		Summaries: tablestore.NewSummaries(tables, "nsum"+n), Blobs: blobstore.New(bc, blobstore.Options{BlockSize: nightly.BlockSize}), Ledger: e.ledger, Alerts: e.alerts,
 		Renderer: renderer, Uploads: e.cont.Uploads, Reports: e.reports}
 	e.svc = e.service()
 	return e

@@ -86,7 +86,7 @@ func TestRun_OneJobThenTheReport(t *testing.T) {
 	if err != nil || !got.Reported() || got.ReportHTML != "2026-03-14.html" {
 		t.Fatalf("night after the report: %+v, %v", got, err)
 	}
-	if missing, err := e.svc.CheckDeadline(e.ctx(), day); err != nil || missing || len(e.alerts.named(nightly.AlertReportMissing)) != 0 {
+	if missing, err := e.svc.CheckDeadline(e.ctx(), day); err != nil || missing || len(e.alerts.Named(nightly.AlertReportMissing)) != 0 {
 		t.Fatalf("CheckDeadline with the report written = %v, %v", missing, err)
 	}
 }
@@ -176,7 +176,7 @@ func TestCheckDeadline(t *testing.T) {
 	if missing, err := e.svc.CheckDeadline(e.ctx(), day); err != nil || !missing {
 		t.Fatalf("CheckDeadline without a run = %v, %v", missing, err)
 	}
-	a := e.alerts.named(nightly.AlertReportMissing)
+	a := e.alerts.Named(nightly.AlertReportMissing)
 	if len(a) != 1 || a[0].Fields["state"] != "not_submitted" || !strings.Contains(a[0].Message, "2026-03-14") {
 		t.Fatalf("alerts %+v", a)
 	}
@@ -195,7 +195,7 @@ func TestCheckDeadline(t *testing.T) {
 	if missing, err := e.svc.CheckDeadline(e.ctx(), day); err != nil || !missing {
 		t.Fatalf("CheckDeadline with the job running = %v, %v", missing, err)
 	}
-	a = e.alerts.named(nightly.AlertReportMissing)
+	a = e.alerts.Named(nightly.AlertReportMissing)
 	if len(a) != 2 || a[1].Job != n.JobID || !strings.Contains(a[1].Message, n.JobID) || !strings.Contains(a[1].Message, "submitted") {
 		t.Fatalf("alerts %+v; want the second to name job %s, submitted", a, n.JobID)
 	}
@@ -214,7 +214,7 @@ func TestRun_FailureAlerts(t *testing.T) {
 	if _, err := e.service().Run(e.ctx(), day); err == nil {
 		t.Fatal("Run for a tenant that does not exist succeeded")
 	}
-	a := e.alerts.named(nightly.AlertRunFailed)
+	a := e.alerts.Named(nightly.AlertRunFailed)
 	if len(a) != 1 || a[0].Fields["day"] != "2026-03-14" || !strings.Contains(a[0].Message, "nosuch") {
 		t.Fatalf("alerts %+v; want one nightly_failed naming the day and the tenant", a)
 	}
