@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/nightly"
 	"github.com/offpath/offpath/internal/tablestore"
 )
 
@@ -107,4 +108,38 @@ func BenchmarkLedger_Totals(b *testing.B) {
 			b.Fatalf("Totals = %+v, %v", u, err)
 		}
 	}
+}
+
+// BenchmarkSummaries_Lookup looks up 5,000 ticket ids, half of them
+// recorded, in the nightly sieve's batches of 500: the cost a night pays
+// per ticket to tell new from unchanged.
+func BenchmarkSummaries_Lookup(b *testing.B) {
+	const n, batch = 5_000, 500
+	s := tablestore.NewSummaries(service(b), tableName(b, "sum"))
+	ctx := context.Background()
+	var recorded []nightly.Submitted
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("T-%d", i)
+		if i%2 == 0 {
+			recorded = append(recorded, nightly.Submitted{ID: ids[i], Hash: "h"})
+		}
+	}
+	if err := s.Record(ctx, "support", "job", recorded); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		found := 0
+		for start := 0; start < n; start += batch {
+			m, err := s.Lookup(ctx, "support", ids[start:start+batch])
+			if err != nil {
+				b.Fatal(err)
+			}
+			found += len(m)
+		}
+		if found != n/2 {
+			b.Fatalf("found %d, want %d", found, n/2)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "lookups/s")
 }
