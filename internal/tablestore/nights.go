@@ -125,7 +125,9 @@ func (s *Nights) Unreported(ctx context.Context, tenantID string) ([]nightly.Nig
 			return nil, fmt.Errorf("list unreported nights: %w", err)
 		}
 		for _, b := range page.Entities {
-			var meta struct{ ETag azcore.ETag `json:"odata.etag"` }
+			var meta struct {
+				ETag azcore.ETag `json:"odata.etag"`
+			}
 			_ = json.Unmarshal(b, &meta)
 			n, err := decodeNight(b, meta.ETag)
 			if err != nil {
