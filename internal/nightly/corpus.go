@@ -101,7 +101,7 @@ func (s *Service) collect(ctx context.Context, day time.Time, run string) (Colle
 		return sv.add(ctx, t)
 	})
 	if err == nil {
-		err = sv.finish(ctx)
+		err = sv.flush(ctx)
 	}
 	if err == nil {
 		err = errors.Join(corpus.close(), index.close())
