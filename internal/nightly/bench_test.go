@@ -6,14 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,6 +22,7 @@ import (
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/tenant"
 	"github.com/offpath/offpath/internal/tickets"
+	"github.com/offpath/offpath/internal/tickets/ticketstest"
 )
 
 // The benchmark day, the same as package tickets' BenchmarkCollect: 40
@@ -72,12 +70,19 @@ func BenchmarkNight(b *testing.B) {
 	}
 	conn := shared.Get(b).ConnectionString()
 	c := benchDay(b, conn)
-	size := daySize(b, c)
+	size, err := ticketstest.Size(b.Context(), c, tickets.DayPrefix(day))
+	if err != nil {
+		b.Fatalf("size of the day: %v", err)
+	}
 	var plain [2]time.Duration
 	for i, workers := range []int{1, 8} {
 		b.Run(fmt.Sprintf("plain-workers=%d", workers), func(b *testing.B) {
 			for b.Loop() {
-				if n := plainDownload(b, c, workers); n != size {
+				n, err := ticketstest.Download(b.Context(), c, tickets.DayPrefix(day), workers)
+				if err != nil {
+					b.Fatalf("plain download: %v", err)
+				}
+				if n != size {
 					b.Fatalf("downloaded %d bytes, the day has %d", n, size)
 				}
 			}
@@ -253,10 +258,8 @@ func (b *timedBatches) Submit(ctx context.Context, t tenant.Tenant, r batch.Requ
 }
 
 // benchDay returns the benchmark's tickets container, seeding it on first
-// use (once per process: -count reruns the benchmark, not the upload). It
-// writes the same blobs as package tickets' benchmark, whose generator is
-// test code of that package: sharing it would take an exported helper in a
-// non-test file, so this is a copy.
+// use (once per process: -count reruns the benchmark, not the upload) with
+// the same blobs as package tickets' benchmark.
 func benchDay(b *testing.B, conn string) *container.Client {
 	b.Helper()
 	client, err := azblob.NewClientFromConnectionString(conn, nil)
@@ -264,134 +267,8 @@ func benchDay(b *testing.B, conn string) *container.Client {
 		b.Fatalf("blob client: %v", err)
 	}
 	c := client.ServiceClient().NewContainerClient(benchContainer)
-	ctx := context.Background()
-	if _, err := c.NewBlobClient("seeded").GetProperties(ctx, nil); err == nil {
-		return c
+	if err := ticketstest.SeedDay(b.Context(), c, day, benchExports, benchPerExport, benchSingles); err != nil {
+		b.Fatalf("seed the day: %v", err)
 	}
-	if _, err := c.Create(ctx, nil); err != nil {
-		b.Fatalf("create container: %v", err)
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	var buf bytes.Buffer
-	for e := range benchExports {
-		buf.Reset()
-		for i := range benchPerExport {
-			writeTicket(&buf, fmt.Sprintf("E%02d-%04d", e, i), rng)
-			buf.WriteByte('\n')
-		}
-		uploadBlob(b, c, fmt.Sprintf("2026-03-14/export-%02d.jsonl", e), buf.Bytes())
-	}
-	names := make(chan int)
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			var buf bytes.Buffer
-			rng := rand.New(rand.NewPCG(3, 4))
-			for i := range names {
-				buf.Reset()
-				writeTicket(&buf, fmt.Sprintf("S%05d", i), rng)
-				uploadBlob(b, c, fmt.Sprintf("2026-03-14/single/S%05d.json", i), buf.Bytes())
-			}
-		})
-	}
-	for i := range benchSingles {
-		names <- i
-	}
-	close(names)
-	wg.Wait()
-	uploadBlob(b, c, "seeded", nil)
 	return c
-}
-
-// writeTicket writes one ticket of about 4 KB of plausible text.
-func writeTicket(w *bytes.Buffer, id string, rng *rand.Rand) {
-	words := []string{"printer", "invoice", "login", "fails", "since", "Monday", "refund", "the", "a", "customer",
-		"café", "\"quoted\"", "error", "500", "again", "please", "urgent", "VPN", "reset", "password"}
-	var body strings.Builder
-	n := 300 + rng.IntN(600)
-	for i := range n {
-		if i > 0 && i%40 == 0 {
-			body.WriteString(".\n")
-		}
-		body.WriteString(words[rng.IntN(len(words))])
-		body.WriteByte(' ')
-	}
-	doc := map[string]any{
-		"id": id, "subject": "Ticket " + id, "body": body.String(), "customer": "Customer " + strconv.Itoa(rng.IntN(500)),
-		"created_at": "2026-03-14T09:30:00Z", "priority": "normal", "tags": []string{"bench"},
-	}
-	if err := json.NewEncoder(w).Encode(doc); err != nil {
-		panic(err)
-	}
-	w.Truncate(w.Len() - 1) // Encode's newline
-}
-
-func uploadBlob(b *testing.B, c *container.Client, name string, data []byte) {
-	if _, err := c.NewBlockBlobClient(name).UploadBuffer(context.Background(), data, nil); err != nil {
-		b.Errorf("upload %s: %v", name, err)
-	}
-}
-
-// daySize returns the size of the day's blobs.
-func daySize(b *testing.B, c *container.Client) int64 {
-	b.Helper()
-	var size int64
-	prefix := tickets.DayPrefix(day)
-	pager := c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix})
-	for pager.More() {
-		page, err := pager.NextPage(b.Context())
-		if err != nil {
-			b.Fatalf("list: %v", err)
-		}
-		for _, item := range page.Segment.BlobItems {
-			size += *item.Properties.ContentLength
-		}
-	}
-	return size
-}
-
-// plainDownload lists the day and reads every blob to io.Discard with the
-// given number of workers, returning the bytes read.
-func plainDownload(b *testing.B, c *container.Client, workers int) int64 {
-	b.Helper()
-	ctx := b.Context()
-	names := make(chan string, 64)
-	var total int64
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			var n int64
-			for name := range names {
-				resp, err := c.NewBlobClient(name).DownloadStream(ctx, nil)
-				if err != nil {
-					b.Errorf("download %s: %v", name, err)
-					continue
-				}
-				m, err := io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if err != nil {
-					b.Errorf("read %s: %v", name, err)
-				}
-				n += m
-			}
-			mu.Lock()
-			total += n
-			mu.Unlock()
-		})
-	}
-	prefix := tickets.DayPrefix(day)
-	pager := c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix})
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			b.Fatalf("list: %v", err)
-		}
-		for _, item := range page.Segment.BlobItems {
-			names <- *item.Name
-		}
-	}
-	close(names)
-	wg.Wait()
-	return total
 }
