@@ -119,7 +119,7 @@ func (s *Service) build(ctx context.Context, n Night, job *batch.Job) (*report.R
 	if err != nil {
 		return nil, fmt.Errorf("day %q: %w", n.Day, err)
 	}
-	rep := &report.Report{Day: day, Tenant: n.Tenant, JobID: n.JobID, Generated: s.now(), Unchanged: n.Collected.Unchanged}
+	rep := &report.Report{Day: day, Tenant: n.Tenant, JobID: n.JobID, Generated: s.now()}
 	m, err := s.readManifest(ctx, n)
 	if err != nil {
 		return nil, err
