@@ -13,12 +13,13 @@ import (
 	"github.com/offpath/offpath/internal/llm"
 	"github.com/offpath/offpath/internal/outcome"
 	"github.com/offpath/offpath/internal/ratelimit"
+	"github.com/offpath/offpath/internal/ratelimit/ratelimittest"
 )
 
 // The quota scenario: a backlog of 2 KB documents processed by 16
 // concurrent invocations (host.json's maxConcurrentCalls) of one process,
 // against deployments with small quotas, in virtual time (see
-// virtualTime): with the rate limiter configured from the quotas, or
+// ratelimittest.VirtualTime): with the rate limiter configured from the quotas, or
 // naively, without a limiter, waiting out each 429 as told. Each document
 // makes one embeddings call (about 520 tokens) and one chat call (about
 // 790 tokens counted: prompt plus max tokens), so the chat deployment
@@ -43,7 +44,7 @@ type quotaResult struct {
 func runQuota(tb testing.TB, limited bool, docs int) quotaResult {
 	tb.Helper()
 	start := time.Now().Truncate(time.Second).Add(300 * time.Millisecond)
-	vt := newVirtualTime(start)
+	vt := ratelimittest.NewVirtualTime(start)
 	quotas := map[string]ratelimit.Limits{
 		"gpt-4o-mini":            {TPM: quotaChatTPM, RPM: quotaChatTPM * 6 / 1000},
 		"text-embedding-3-small": {TPM: quotaEmbedTPM, RPM: quotaEmbedTPM * 6 / 1000},
@@ -63,7 +64,7 @@ func runQuota(tb testing.TB, limited bool, docs int) quotaResult {
 	f := newFixture(tb, fixtureOptions{
 		sim: func(c *aoaisim.Config) {
 			c.DisableRateLimits = false
-			c.RateClock = vt.sim
+			c.RateClock = vt.Sim()
 			for i := range c.Deployments {
 				q := quotas[c.Deployments[i].Name]
 				c.Deployments[i].TPM, c.Deployments[i].RPM = q.TPM, q.RPM
@@ -119,7 +120,7 @@ func runQuota(tb testing.TB, limited bool, docs int) quotaResult {
 	warmAt := start.Add(time.Minute)
 	var warm, dry aoaisim.DeploymentStats
 	var warmTime, dryTime, endTime time.Time
-	vt.drive(ctx, func() int { return int(running.Load()) }, queued, func(now time.Time) bool {
+	vt.Drive(ctx, func() int { return int(running.Load()) }, queued, func(now time.Time) bool {
 		if warmTime.IsZero() && !now.Before(warmAt) {
 			warm, warmTime = f.simStats("gpt-4o-mini"), now
 		}

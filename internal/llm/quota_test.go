@@ -11,11 +11,12 @@ import (
 	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/llm"
 	"github.com/offpath/offpath/internal/ratelimit"
+	"github.com/offpath/offpath/internal/ratelimit/ratelimittest"
 )
 
 // The quota scenario: a backlog of summaries from quotaWorkers concurrent
 // invocations against a chat deployment with a small TPM, in virtual time
-// (see virtualTime), with the limiter's production defaults (61 s window,
+// (see ratelimittest.VirtualTime), with the limiter's production defaults (61 s window,
 // 10 s request burst window) or without a limiter.
 const (
 	quotaTPM     = 6000
@@ -38,10 +39,10 @@ type quotaResult struct {
 func runQuotaScenario(tb testing.TB, limited bool, minutes int) quotaResult {
 	tb.Helper()
 	start := time.Now().Truncate(time.Second).Add(300 * time.Millisecond) // not on a bucket edge
-	vt := newVirtualTime(start)
+	vt := ratelimittest.NewVirtualTime(start)
 	sim, url := newSim(tb, func(c *aoaisim.Config) {
 		c.DisableRateLimits = false
-		c.RateClock = vt.sim
+		c.RateClock = vt.Sim()
 		c.Deployments = []aoaisim.Deployment{{Name: chatDeployment, Model: "gpt-4o-mini", TPM: quotaTPM, RPM: quotaRPM}}
 	})
 	var limiter llm.Limiter
@@ -73,7 +74,7 @@ func runQuotaScenario(tb testing.TB, limited bool, minutes int) quotaResult {
 	warmAt, endAt := start.Add(time.Minute), start.Add(time.Duration(minutes)*time.Minute)
 	var warm aoaisim.DeploymentStats
 	var warmTime, endTime time.Time
-	vt.drive(ctx, func() int { return int(running.Load()) }, queued, func(now time.Time) bool {
+	vt.Drive(ctx, func() int { return int(running.Load()) }, queued, func(now time.Time) bool {
 		if warmTime.IsZero() && !now.Before(warmAt) {
 			warm, warmTime = deployment(tb, sim, chatDeployment), now
 		}

@@ -1,7 +1,7 @@
-package ingest_test
-
-// A copy of internal/llm's quota-scenario clock (test files cannot be
-// shared across packages): see there.
+// Package ratelimittest drives rate-limited scenarios in virtual time, for
+// the tests of the packages that wait on package ratelimit's limiter and on
+// the simulator's limits (llm, ingest). Only tests import it.
+package ratelimittest
 
 import (
 	"context"
@@ -11,14 +11,14 @@ import (
 	"github.com/offpath/offpath/internal/aoaisim"
 )
 
-// virtualTime is the quota scenario's clock. The limiter (as its Clock),
+// VirtualTime is a quota scenario's clock. The limiter (as its Clock),
 // the client (Now and Sleep) and the simulator's rate limiter (through
 // sim, a frozen aoaisim.Clock advanced in step) all read it, so no real
 // latency, race detector or busy CPU can separate their views of the
 // window. It moves only when every worker is blocked on it, in the
 // limiter's queue or in a back-off, and then straight to the earliest
 // timer.
-type virtualTime struct {
+type VirtualTime struct {
 	mu       sync.Mutex
 	now      time.Time
 	timers   []*vtimer
@@ -32,18 +32,24 @@ type vtimer struct {
 	stopped bool
 }
 
-func newVirtualTime(start time.Time) *virtualTime {
-	return &virtualTime{now: start, sim: aoaisim.NewClock(start, 0)}
+// NewVirtualTime returns a clock standing at start, with a simulator clock
+// frozen at start that it advances in step.
+func NewVirtualTime(start time.Time) *VirtualTime {
+	return &VirtualTime{now: start, sim: aoaisim.NewClock(start, 0)}
 }
 
-func (v *virtualTime) Now() time.Time {
+// Sim is the simulator's clock (aoaisim.Config.RateClock), moved in step.
+func (v *VirtualTime) Sim() *aoaisim.Clock { return v.sim }
+
+// Now is the virtual time.
+func (v *VirtualTime) Now() time.Time {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.now
 }
 
 // After is ratelimit.Clock's timer.
-func (v *virtualTime) After(d time.Duration) (<-chan time.Time, func() bool) {
+func (v *VirtualTime) After(d time.Duration) (<-chan time.Time, func() bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	t := &vtimer{at: v.now.Add(d), ch: make(chan time.Time, 1)}
@@ -63,7 +69,7 @@ func (v *virtualTime) After(d time.Duration) (<-chan time.Time, func() bool) {
 }
 
 // Sleep is the client's wait between attempts.
-func (v *virtualTime) Sleep(ctx context.Context, d time.Duration) error {
+func (v *VirtualTime) Sleep(ctx context.Context, d time.Duration) error {
 	ch, stop := v.After(d)
 	v.mu.Lock()
 	v.sleepers++
@@ -84,7 +90,7 @@ func (v *virtualTime) Sleep(ctx context.Context, d time.Duration) error {
 
 // blocked counts workers sleeping, and reports whether a fired timer has
 // not been received yet (its worker is about to run).
-func (v *virtualTime) blocked() (sleepers int, firing bool) {
+func (v *VirtualTime) blocked() (sleepers int, firing bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for _, t := range v.timers {
@@ -97,7 +103,7 @@ func (v *virtualTime) blocked() (sleepers int, firing bool) {
 
 // advance moves to the earliest live timer and fires every timer due. It
 // returns false when there is none.
-func (v *virtualTime) advance() bool {
+func (v *VirtualTime) advance() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	live := v.timers[:0]
@@ -128,10 +134,10 @@ func (v *virtualTime) advance() bool {
 	return true
 }
 
-// drive advances v whenever all workers are blocked: queued() in the
+// Drive advances v whenever all workers are blocked: queued() in the
 // limiter, or asleep. It returns when ctx ends; at reports the moments
 // the caller asked to observe (each called while the system is still).
-func (v *virtualTime) drive(ctx context.Context, workers func() int, queued func() int, still func(now time.Time) bool) {
+func (v *VirtualTime) Drive(ctx context.Context, workers func() int, queued func() int, still func(now time.Time) bool) {
 	quiet := 0
 	for ctx.Err() == nil {
 		time.Sleep(200 * time.Microsecond)
