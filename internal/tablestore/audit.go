@@ -11,8 +11,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/offpath/offpath/internal/audit"
-	"github.com/offpath/offpath/internal/catalog"
-	"github.com/offpath/offpath/internal/ledger"
 )
 
 // DefaultAuditTable remembers what the second-door audit (package audit)
@@ -94,39 +92,26 @@ func validRowKey(s string) bool {
 // auditEntity is an audit row. Times that may be unset are pointers, so
 // that an unset time is an absent property; counters are Edm.Int64.
 type auditEntity struct {
-	PartitionKey         string
-	RowKey               string
-	Alerted              *time.Time `json:",omitempty"`
-	AlertedType          string     `json:"Alerted@odata.type,omitempty"`
-	Created              *time.Time `json:",omitempty"`
-	CreatedType          string     `json:"Created@odata.type,omitempty"`
-	Status               string     `json:",omitempty"`
-	InputFileID          string     `json:",omitempty"`
-	OutputFileID         string     `json:",omitempty"`
-	ErrorFileID          string     `json:",omitempty"`
-	Booked               *time.Time `json:",omitempty"`
-	BookedType           string     `json:"Booked@odata.type,omitempty"`
-	Alias                string     `json:",omitempty"`
-	Deployment           string     `json:",omitempty"`
-	PromptTokens         int64      `json:",string"`
-	PromptTokensType     string     `json:"PromptTokens@odata.type"`
-	CompletionTokens     int64      `json:",string"`
-	CompletionTokensType string     `json:"CompletionTokens@odata.type"`
-	CachedTokens         int64      `json:",string"`
-	CachedTokensType     string     `json:"CachedTokens@odata.type"`
-	ReasoningTokens      int64      `json:",string"`
-	ReasoningTokensType  string     `json:"ReasoningTokens@odata.type"`
-	Requests             int64      `json:",string"`
-	RequestsType         string     `json:"Requests@odata.type"`
-	Refusals             int64      `json:",string"`
-	RefusalsType         string     `json:"Refusals@odata.type"`
-	CostNanoUSD          int64      `json:",string"`
-	CostNanoUSDType      string     `json:"CostNanoUSD@odata.type"`
-	Note                 string     `json:",omitempty"`
-	Filename             string     `json:",omitempty"`
-	Purpose              string     `json:",omitempty"`
-	Bytes                int64      `json:",string"`
-	BytesType            string     `json:"Bytes@odata.type"`
+	PartitionKey string
+	RowKey       string
+	Alerted      *time.Time `json:",omitempty"`
+	AlertedType  string     `json:"Alerted@odata.type,omitempty"`
+	Created      *time.Time `json:",omitempty"`
+	CreatedType  string     `json:"Created@odata.type,omitempty"`
+	Status       string     `json:",omitempty"`
+	InputFileID  string     `json:",omitempty"`
+	OutputFileID string     `json:",omitempty"`
+	ErrorFileID  string     `json:",omitempty"`
+	Booked       *time.Time `json:",omitempty"`
+	BookedType   string     `json:"Booked@odata.type,omitempty"`
+	Alias        string     `json:",omitempty"`
+	Deployment   string     `json:",omitempty"`
+	usageColumns
+	Note      string `json:",omitempty"`
+	Filename  string `json:",omitempty"`
+	Purpose   string `json:",omitempty"`
+	Bytes     int64  `json:",string"`
+	BytesType string `json:"Bytes@odata.type"`
 }
 
 func toAuditEntity(r audit.Record) auditEntity {
@@ -141,14 +126,8 @@ func toAuditEntity(r audit.Record) auditEntity {
 		PartitionKey: string(r.Kind), RowKey: r.ID,
 		Status: r.Status, InputFileID: r.InputFileID, OutputFileID: r.OutputFileID, ErrorFileID: r.ErrorFileID,
 		Alias: r.Alias, Deployment: r.Deployment, Note: r.Note, Filename: r.Filename, Purpose: r.Purpose,
-		PromptTokens: r.Usage.PromptTokens, PromptTokensType: edmInt64,
-		CompletionTokens: r.Usage.CompletionTokens, CompletionTokensType: edmInt64,
-		CachedTokens: r.Usage.CachedTokens, CachedTokensType: edmInt64,
-		ReasoningTokens: r.Usage.ReasoningTokens, ReasoningTokensType: edmInt64,
-		Requests: r.Usage.Requests, RequestsType: edmInt64,
-		Refusals: r.Usage.Refusals, RefusalsType: edmInt64,
-		CostNanoUSD: int64(r.Usage.Cost), CostNanoUSDType: edmInt64,
-		Bytes: r.Bytes, BytesType: edmInt64,
+		usageColumns: toUsageColumns(r.Usage),
+		Bytes:        r.Bytes, BytesType: edmInt64,
 	}
 	e.Alerted, e.AlertedType = at(r.AlertedAt)
 	e.Created, e.CreatedType = at(r.CreatedAt)
@@ -168,7 +147,6 @@ func (e *auditEntity) record() audit.Record {
 		AlertedAt: at(e.Alerted), CreatedAt: at(e.Created), BookedAt: at(e.Booked),
 		Status: e.Status, InputFileID: e.InputFileID, OutputFileID: e.OutputFileID, ErrorFileID: e.ErrorFileID,
 		Alias: e.Alias, Deployment: e.Deployment, Note: e.Note, Filename: e.Filename, Purpose: e.Purpose, Bytes: e.Bytes,
-		Usage: ledger.Usage{PromptTokens: e.PromptTokens, CompletionTokens: e.CompletionTokens, CachedTokens: e.CachedTokens,
-			ReasoningTokens: e.ReasoningTokens, Requests: e.Requests, Refusals: e.Refusals, Cost: catalog.Money(e.CostNanoUSD)},
+		Usage: e.usage(),
 	}
 }

@@ -195,30 +195,17 @@ func (l *Ledger) scan(ctx context.Context, tenantID string, m ledger.Month, sel 
 // ledgerEntity is a ledger row. Counters are Edm.Int64: a month of batch
 // usage can pass 2^31 tokens, and costs are nano-dollars.
 type ledgerEntity struct {
-	PartitionKey         string
-	RowKey               string
-	Tenant               string     `json:",omitempty"`
-	Month                string     `json:",omitempty"`
-	Path                 string     `json:",omitempty"`
-	Unit                 string     `json:",omitempty"`
-	Alias                string     `json:",omitempty"`
-	Deployment           string     `json:",omitempty"`
-	PromptTokens         int64      `json:",string"`
-	PromptTokensType     string     `json:"PromptTokens@odata.type"`
-	CompletionTokens     int64      `json:",string"`
-	CompletionTokensType string     `json:"CompletionTokens@odata.type"`
-	CachedTokens         int64      `json:",string"`
-	CachedTokensType     string     `json:"CachedTokens@odata.type"`
-	ReasoningTokens      int64      `json:",string"`
-	ReasoningTokensType  string     `json:"ReasoningTokens@odata.type"`
-	Requests             int64      `json:",string"`
-	RequestsType         string     `json:"Requests@odata.type"`
-	Refusals             int64      `json:",string"`
-	RefusalsType         string     `json:"Refusals@odata.type"`
-	CostNanoUSD          int64      `json:",string"`
-	CostNanoUSDType      string     `json:"CostNanoUSD@odata.type"`
-	Recorded             *time.Time `json:",omitempty"`
-	RecordedType         string     `json:"Recorded@odata.type,omitempty"`
+	PartitionKey string
+	RowKey       string
+	Tenant       string `json:",omitempty"`
+	Month        string `json:",omitempty"`
+	Path         string `json:",omitempty"`
+	Unit         string `json:",omitempty"`
+	Alias        string `json:",omitempty"`
+	Deployment   string `json:",omitempty"`
+	usageColumns
+	Recorded     *time.Time `json:",omitempty"`
+	RecordedType string     `json:"Recorded@odata.type,omitempty"`
 }
 
 func toLedgerEntity(e ledger.Entry, now time.Time) ledgerEntity {
@@ -226,21 +213,46 @@ func toLedgerEntity(e ledger.Entry, now time.Time) ledgerEntity {
 	return ledgerEntity{
 		PartitionKey: Partition(e.Tenant, e.Month), RowKey: e.Key(),
 		Tenant: e.Tenant, Month: e.Month.String(), Path: string(e.Path), Unit: e.Unit, Alias: e.Alias, Deployment: e.Deployment,
-		PromptTokens: e.PromptTokens, PromptTokensType: edmInt64,
-		CompletionTokens: e.CompletionTokens, CompletionTokensType: edmInt64,
-		CachedTokens: e.CachedTokens, CachedTokensType: edmInt64,
-		ReasoningTokens: e.ReasoningTokens, ReasoningTokensType: edmInt64,
-		Requests: e.Requests, RequestsType: edmInt64,
-		Refusals: e.Refusals, RefusalsType: edmInt64,
-		CostNanoUSD: int64(e.Cost), CostNanoUSDType: edmInt64,
-		Recorded: &rec, RecordedType: edmDateTime,
+		usageColumns: toUsageColumns(e.Usage),
+		Recorded:     &rec, RecordedType: edmDateTime,
 	}
 }
 
-func (e *ledgerEntity) usage() ledger.Usage {
+// usageColumns are a ledger.Usage as Edm.Int64 properties, in the ledger's
+// rows and the audit's.
+type usageColumns struct {
+	PromptTokens         int64  `json:",string"`
+	PromptTokensType     string `json:"PromptTokens@odata.type"`
+	CompletionTokens     int64  `json:",string"`
+	CompletionTokensType string `json:"CompletionTokens@odata.type"`
+	CachedTokens         int64  `json:",string"`
+	CachedTokensType     string `json:"CachedTokens@odata.type"`
+	ReasoningTokens      int64  `json:",string"`
+	ReasoningTokensType  string `json:"ReasoningTokens@odata.type"`
+	Requests             int64  `json:",string"`
+	RequestsType         string `json:"Requests@odata.type"`
+	Refusals             int64  `json:",string"`
+	RefusalsType         string `json:"Refusals@odata.type"`
+	CostNanoUSD          int64  `json:",string"`
+	CostNanoUSDType      string `json:"CostNanoUSD@odata.type"`
+}
+
+func toUsageColumns(u ledger.Usage) usageColumns {
+	return usageColumns{
+		PromptTokens: u.PromptTokens, PromptTokensType: edmInt64,
+		CompletionTokens: u.CompletionTokens, CompletionTokensType: edmInt64,
+		CachedTokens: u.CachedTokens, CachedTokensType: edmInt64,
+		ReasoningTokens: u.ReasoningTokens, ReasoningTokensType: edmInt64,
+		Requests: u.Requests, RequestsType: edmInt64,
+		Refusals: u.Refusals, RefusalsType: edmInt64,
+		CostNanoUSD: int64(u.Cost), CostNanoUSDType: edmInt64,
+	}
+}
+
+func (c *usageColumns) usage() ledger.Usage {
 	return ledger.Usage{
-		PromptTokens: e.PromptTokens, CompletionTokens: e.CompletionTokens, CachedTokens: e.CachedTokens,
-		ReasoningTokens: e.ReasoningTokens, Requests: e.Requests, Refusals: e.Refusals, Cost: catalog.Money(e.CostNanoUSD),
+		PromptTokens: c.PromptTokens, CompletionTokens: c.CompletionTokens, CachedTokens: c.CachedTokens,
+		ReasoningTokens: c.ReasoningTokens, Requests: c.Requests, Refusals: c.Refusals, Cost: catalog.Money(c.CostNanoUSD),
 	}
 }
 
