@@ -68,6 +68,11 @@ func TestRun_ServesAndShutsDown(t *testing.T) {
 			res.Body.Close()
 			break
 		}
+		select {
+		case rerr := <-done:
+			t.Fatalf("handler stopped before answering GET /: %v", rerr)
+		default:
+		}
 		if time.Now().After(deadline) {
 			t.Fatalf("handler never answered GET /: %v", err)
 		}
