@@ -3,7 +3,7 @@
 // filter, TPM/RPM limits, enqueued-token quota and injectable faults. No Azure
 // OpenAI resource is reachable from development or CI, so offpath's tests and
 // `make run` talk to this instead, through the real openai-go client. The
-// formats follow shared/reference/azure-openai-batch.md.
+// formats follow Azure's documentation and what the service is seen to send.
 //
 // # Use
 //
