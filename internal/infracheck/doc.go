@@ -20,6 +20,13 @@
 //   - every functions/*/function.json agrees with host.json, with the
 //     handler's registered routes and with the settings the infra passes
 //     (each connection has its identity-based settings where it runs);
+//   - each function runs on exactly one host, as the Functions host decides
+//     it from the allow-list and Disabled settings (valid app-setting names
+//     only): the AKS workers run what their ScaledObject's queue triggers,
+//     the Function App everything else;
+//   - host.json lets every trace through to Application Insights: Trace is
+//     excluded from sampling and the categories of the reply's Logs and of
+//     the handler's stdout log at Information;
 //   - azure.yaml, the hooks, the parameters file and the model deployments
 //     agree with the Bicep and with models.json.
 //
