@@ -232,3 +232,19 @@ func TestFunctions_BrokenHostsFail(t *testing.T) {
 		t.Errorf("hostRuns(AzureWebJobs.heavy.Disabled) = %v, %v; want [api]", runs, err)
 	}
 }
+
+// TestServiceBus_NoDuplicateDetectionPromise: the claim checks are sent by
+// the Functions host's output binding, which gives each message its own
+// MessageId (a custom handler sets only the body), so duplicate detection
+// can never match two sends of one claim check. The queues must not claim
+// it; duplicates are caught where a document version is processed.
+func TestServiceBus_NoDuplicateDetectionPromise(t *testing.T) {
+	t.Parallel()
+	text := string(readFile(t, infraDir+"/modules/servicebus.bicep"))
+	if !regexp.MustCompile(`(?m)^\s*requiresDuplicateDetection:\s*false\s*$`).MatchString(text) {
+		t.Error("servicebus.bicep: requiresDuplicateDetection must be false: the output binding cannot set MessageId")
+	}
+	if strings.Contains(text, "duplicateDetectionHistoryTimeWindow") {
+		t.Error("servicebus.bicep sets duplicateDetectionHistoryTimeWindow without duplicate detection")
+	}
+}
