@@ -40,6 +40,13 @@
 // on v1 (OpenAI's). Keys are accepted as "api-key: K" or "Authorization:
 // Bearer K"; anything else is Azure's 401.
 //
+// Batches run the chat completions endpoint or the Responses API's
+// (endpoint "/responses" or "/v1/responses", lines with url
+// "/v1/responses"); a Responses line is answered as a response object, a
+// filtered completion as status "incomplete" with incomplete_details
+// {"reason": "content_filter"} (see responses.go). The Responses API is not
+// served synchronously.
+//
 // # Configuration file
 //
 // The -config file of cmd/aoaisim is the JSON form of [Config]:
