@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,105 +18,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/alert"
+	"github.com/offpath/offpath/internal/alert/alertrules"
 	"github.com/offpath/offpath/internal/invoke"
 	"github.com/offpath/offpath/internal/nightly"
 )
-
-// logRule is one log alert rule of alerts.bicep: its resource name and its
-// query.
-type logRule struct {
-	name   string
-	query  string
-	filter kqlFilter
-}
-
-var (
-	bicepNameLine  = regexp.MustCompile(`^\s*name:\s*('.*')\s*$`)
-	bicepQueryLine = regexp.MustCompile(`^\s*query:\s*(.+?)\s*$`)
-)
-
-// logRules reads the log alert rules of alerts.bicep: the entries of
-// alertEvents (rule "offpath-<name>", deployed by the loop that must pass
-// a.query through unchanged) and every scheduled query rule written out
-// with a literal query.
-func logRules(text string) ([]logRule, error) {
-	if !strings.Contains(text, "query: a.query") || !strings.Contains(text, "name: 'offpath-${a.name}'") {
-		return nil, errors.New("alerts.bicep: the alertEvents loop must deploy each entry as name 'offpath-${a.name}' with query: a.query")
-	}
-	var rules []logRule
-	var errs []error
-	inEvents, name := false, ""
-	for _, line := range strings.Split(text, "\n") {
-		switch {
-		case strings.HasPrefix(line, "var alertEvents = ["):
-			inEvents = true
-			continue
-		case inEvents && line == "]":
-			inEvents = false
-			continue
-		}
-		if m := bicepNameLine.FindStringSubmatch(line); m != nil {
-			if n, err := bicepString(m[1]); err == nil {
-				name = n
-				if inEvents {
-					name = "offpath-" + n
-				}
-			}
-			continue
-		}
-		m := bicepQueryLine.FindStringSubmatch(line)
-		if m == nil || m[1] == "a.query" {
-			continue
-		}
-		q, err := bicepString(m[1])
-		if err != nil {
-			errs = append(errs, fmt.Errorf("alerts.bicep: query of %s: %w", name, err))
-			continue
-		}
-		f, err := parseKQL(q)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("alerts.bicep: query of %s: %w", name, err))
-			continue
-		}
-		rules = append(rules, logRule{name: name, query: q, filter: f})
-	}
-	return rules, errors.Join(errs...)
-}
-
-// bicepString decodes a single-quoted Bicep string literal. Interpolation
-// is refused: the query must be what the portal shows.
-func bicepString(lit string) (string, error) {
-	if len(lit) < 2 || lit[0] != '\'' || lit[len(lit)-1] != '\'' {
-		return "", fmt.Errorf("%.40s is not a single-quoted string literal", lit)
-	}
-	s := lit[1 : len(lit)-1]
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '\\' && i+1 < len(s):
-			i++
-			switch s[i] {
-			case '\\', '\'', '$':
-				b.WriteByte(s[i])
-			case 'n':
-				b.WriteByte('\n')
-			case 'r':
-				b.WriteByte('\r')
-			case 't':
-				b.WriteByte('\t')
-			default:
-				return "", fmt.Errorf("escape \\%c is not a Bicep escape", s[i])
-			}
-		case c == '\'':
-			return "", errors.New("unescaped quote inside the literal")
-		case c == '$' && i+1 < len(s) && s[i+1] == '{':
-			return "", errors.New("interpolation: write the query out whole")
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String(), nil
-}
 
 // alertNames returns the alert names offpath's code declares: every string
 // constant named Alert… under internal/ (outside tests), by file.
@@ -190,17 +94,6 @@ func invokeTimer(t *testing.T, fn invoke.Func) traces {
 	return tr
 }
 
-// matching returns the names of the rules that select line.
-func matching(rules []logRule, line string) []string {
-	var out []string
-	for _, r := range rules {
-		if r.filter.matches(line) {
-			out = append(out, r.name)
-		}
-	}
-	return out
-}
-
 // wantRule is which rule must fire for each alert name; a name the code
 // declares that is not here must be caught by offpath-other-alert.
 var wantRule = map[string]string{
@@ -230,13 +123,13 @@ const (
 // is what the no-morning-report rule counts; nothing else fires anything.
 func TestAlertRules_MatchWhatReachesApplicationInsights(t *testing.T) {
 	t.Parallel()
-	rules, err := logRules(string(readFile(t, infraDir+"/modules/alerts.bicep")))
+	rules, err := alertrules.Load(repoRoot)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ruleNames []string
 	for _, r := range rules {
-		ruleNames = append(ruleNames, r.name)
+		ruleNames = append(ruleNames, r.Name)
 	}
 	needed := []string{otherAlertRule, noMorningReport}
 	for _, r := range wantRule {
@@ -259,7 +152,7 @@ func TestAlertRules_MatchWhatReachesApplicationInsights(t *testing.T) {
 	if len(declared) < len(wantRule) {
 		t.Fatalf("found only %d alert names in the code: %v", len(declared), declared)
 	}
-	alertRules := slices.DeleteFunc(slices.Clone(rules), func(r logRule) bool { return r.name == noMorningReport })
+	alertRules := slices.DeleteFunc(slices.Clone(rules), func(r alertrules.Rule) bool { return r.Name == noMorningReport })
 
 	names := append(sortedKeys(declared), futureAlertName)
 	for _, name := range names {
@@ -283,10 +176,10 @@ func TestAlertRules_MatchWhatReachesApplicationInsights(t *testing.T) {
 			}{{"reply Logs", tr.logs}, {"stdout", tr.stdout}} {
 				fired := map[string]int{}
 				for _, line := range ch.lines {
-					for _, r := range matching(alertRules, line) {
+					for _, r := range alertrules.Fired(alertRules, line) {
 						fired[r]++
 					}
-					if m := matching(rules, line); slices.Contains(m, noMorningReport) {
+					if m := alertrules.Fired(rules, line); slices.Contains(m, noMorningReport) {
 						t.Errorf("%s line %q counts as a morning report", ch.channel, line)
 					}
 				}
@@ -311,7 +204,7 @@ func TestAlertRules_MatchWhatReachesApplicationInsights(t *testing.T) {
 		}
 		n := 0
 		for _, line := range tr.stdout {
-			if slices.Contains(matching(alertRules, line), wantRule[nightly.AlertRunFailed]) {
+			if slices.Contains(alertrules.Fired(alertRules, line), wantRule[nightly.AlertRunFailed]) {
 				n++
 			}
 		}
@@ -330,7 +223,7 @@ func TestAlertRules_MatchWhatReachesApplicationInsights(t *testing.T) {
 		for _, ch := range [][]string{tr.logs, tr.stdout} {
 			n := 0
 			for _, line := range ch {
-				m := matching(rules, line)
+				m := alertrules.Fired(rules, line)
 				if slices.Contains(m, noMorningReport) {
 					n++
 				}
@@ -361,63 +254,11 @@ func TestAlertRules_MatchWhatReachesApplicationInsights(t *testing.T) {
 		for _, ch := range [][]string{tr.logs, tr.stdout} {
 			fired := 0
 			for _, line := range ch {
-				fired += len(matching(alertRules, line))
+				fired += len(alertrules.Fired(alertRules, line))
 			}
 			if fired != 1 {
 				t.Errorf("rules fired %d times on %q, want once (the alert itself)", fired, ch)
 			}
 		}
 	})
-}
-
-func TestAlertRules_BrokenQueriesFail(t *testing.T) {
-	t.Parallel()
-	const line = "error: offpath-alert name=batch_failed: part failed"
-	for _, tt := range []struct {
-		query string
-		want  string
-	}{
-		{`AppTraces | where Message has "batch_failed"`, `operator "has"`},
-		{`AppTraces | where SeverityLevel contains "3"`, `column "SeverityLevel"`},
-		{`AppRequests | where Message contains "x"`, "want AppTraces"},
-		{`AppTraces | project Message`, "no where"},
-		{`AppTraces | where Message contains "x`, "unterminated"},
-		{`AppTraces | summarize count()`, `operator "summarize"`},
-	} {
-		if _, err := parseKQL(tt.query); err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("parseKQL(%s) = %v, want an error containing %q", tt.query, err, tt.want)
-		}
-	}
-	for _, tt := range []struct {
-		query string
-		match bool
-	}{
-		// The old rules matched JSON fields the traces do not carry.
-		{`AppTraces | where Message contains '"level":"error"' | where Message contains '"alert":"batch_failed"'`, false},
-		{`AppTraces | where Message contains "OFFPATH-ALERT name=batch_failed:"`, true}, // contains ignores case
-		{`AppTraces | where Message contains_cs "OFFPATH-ALERT name=batch_failed:"`, false},
-		{`AppTraces | where Message contains "offpath-alert name=batch_fail:"`, false}, // the colon ends the name
-		{`AppTraces | where Message contains "offpath-alert" and not(Message contains "name=batch_failed:")`, false},
-		{`AppTraces | where Message contains "x" or (Message !contains "y" and Message matches regex "name=batch_[a-z]+:")`, true},
-		{`AppTraces | where Message matches regex @"^error: offpath-alert name=\w+:"`, true},
-	} {
-		f, err := parseKQL(tt.query)
-		if err != nil {
-			t.Errorf("parseKQL(%s): %v", tt.query, err)
-			continue
-		}
-		if got := f.matches(line); got != tt.match {
-			t.Errorf("%s on %q = %v, want %v", tt.query, line, got, tt.match)
-		}
-	}
-	for _, tt := range []struct{ text, want string }{
-		{"var alertEvents = [\n  {\n    name: 'x'\n    query: 'AppTraces | where ${f}'\n  }\n]\nname: 'offpath-${a.name}'\nquery: a.query\n", "interpolation"},
-		{"var alertEvents = [\n]\nname: 'offpath-${a.name}'\nquery: a.query\nname: 'offpath-y'\nquery: 'AppTraces | where Message contains \"x\"'\n", ""},
-		{"var alertEvents = [\n]\nname: 'offpath-x'\nquery: 'AppTraces | where Message contains \"x\"'\n", "must deploy each entry"},
-	} {
-		_, err := logRules(tt.text)
-		if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {
-			t.Errorf("logRules(%q) = %v, want %q", tt.text, err, tt.want)
-		}
-	}
 }

@@ -1,4 +1,4 @@
-package infracheck
+package alertrules
 
 import (
 	"errors"
@@ -8,26 +8,13 @@ import (
 	"unicode"
 )
 
-// The log alert rules' queries, evaluated on one trace's Message as Log
-// Analytics would. Only what the rules use is understood, and exactly:
-//
-//	AppTraces | where <predicate> [| where <predicate>]... [| project ...]
-//	predicate: term {or term}; term: factor {and factor}
-//	factor: not(<predicate>) | (<predicate>) | Message <op> "<string>"
-//	op: contains, !contains (case-insensitive), contains_cs, !contains_cs,
-//	    matches regex (RE2, which Kusto's regex is)
-//
-// Anything else (another table, column or operator, has with its term
-// rules) is an error, so that a rule the evaluator cannot judge faithfully
-// fails the test instead of passing it.
+// Filter is a parsed query: its where predicates, all of which must hold.
+type Filter []predicate
 
-// kqlFilter is a parsed query: its where predicates, all of which must hold.
-type kqlFilter []kqlPredicate
+type predicate func(message string) bool
 
-type kqlPredicate func(message string) bool
-
-// matches reports whether a trace with this Message passes every where.
-func (f kqlFilter) matches(message string) bool {
+// Matches reports whether a trace with this Message passes every where.
+func (f Filter) Matches(message string) bool {
 	for _, p := range f {
 		if !p(message) {
 			return false
@@ -36,17 +23,17 @@ func (f kqlFilter) matches(message string) bool {
 	return true
 }
 
-// parseKQL parses query into a filter over AppTraces.Message.
-func parseKQL(query string) (kqlFilter, error) {
-	toks, err := kqlTokens(query)
+// ParseQuery parses a log alert query into a Filter over AppTraces.Message.
+func ParseQuery(query string) (Filter, error) {
+	toks, err := tokens(query)
 	if err != nil {
 		return nil, err
 	}
-	p := &kqlParser{toks: toks}
+	p := &parser{toks: toks}
 	if t := p.next(); t != "AppTraces" {
 		return nil, fmt.Errorf("query reads %q, want AppTraces", t)
 	}
-	var f kqlFilter
+	var f Filter
 	for !p.done() {
 		if t := p.next(); t != "|" {
 			return nil, fmt.Errorf("want | at %q", t)
@@ -59,7 +46,7 @@ func parseKQL(query string) (kqlFilter, error) {
 			}
 			f = append(f, pred)
 		case "project":
-			// Columns only: the filter is decided by the wheres.
+			// Columns only: the wheres decide.
 			for !p.done() && p.peek() != "|" {
 				p.next()
 			}
@@ -73,27 +60,27 @@ func parseKQL(query string) (kqlFilter, error) {
 	return f, nil
 }
 
-type kqlParser struct {
+type parser struct {
 	toks []string
 	i    int
 }
 
-func (p *kqlParser) done() bool { return p.i >= len(p.toks) }
+func (p *parser) done() bool { return p.i >= len(p.toks) }
 
-func (p *kqlParser) peek() string {
+func (p *parser) peek() string {
 	if p.done() {
 		return ""
 	}
 	return p.toks[p.i]
 }
 
-func (p *kqlParser) next() string {
+func (p *parser) next() string {
 	t := p.peek()
 	p.i++
 	return t
 }
 
-func (p *kqlParser) predicate() (kqlPredicate, error) {
+func (p *parser) predicate() (predicate, error) {
 	left, err := p.term()
 	if err != nil {
 		return nil, err
@@ -110,7 +97,7 @@ func (p *kqlParser) predicate() (kqlPredicate, error) {
 	return left, nil
 }
 
-func (p *kqlParser) term() (kqlPredicate, error) {
+func (p *parser) term() (predicate, error) {
 	left, err := p.factor()
 	if err != nil {
 		return nil, err
@@ -127,7 +114,7 @@ func (p *kqlParser) term() (kqlPredicate, error) {
 	return left, nil
 }
 
-func (p *kqlParser) factor() (kqlPredicate, error) {
+func (p *parser) factor() (predicate, error) {
 	switch t := p.next(); t {
 	case "not":
 		if p.next() != "(" {
@@ -185,10 +172,10 @@ func (p *kqlParser) factor() (kqlPredicate, error) {
 	return nil, fmt.Errorf("operator %q is not understood", op)
 }
 
-// kqlTokens splits a query into tokens; a string literal becomes "\x00"
+// tokens splits a query into tokens; a string literal becomes "\x00"
 // followed by its value ("..." and '...' with backslash escapes, @"..."
 // verbatim).
-func kqlTokens(q string) ([]string, error) {
+func tokens(q string) ([]string, error) {
 	var out []string
 	r := []rune(q)
 	for i := 0; i < len(r); {
