@@ -184,6 +184,11 @@ func TestEndToEnd_ReportDeadline(t *testing.T) {
 	if !strings.Contains(a.Message, job.ID) || !strings.Contains(a.Message, "submitted") || a.Fields["day"] != dayName {
 		t.Errorf("alert %+v: want the job, its state and the day", a)
 	}
+	// What Application Insights gets from the report-deadline reply fires
+	// the rule that pages for it.
+	if tr := st.WaitRuleFired("offpath-morning-report-missing", "invocation", 30*time.Second); tr.Function != "report-deadline" {
+		t.Errorf("the rule fired on a trace of %s: %+v", tr.Function, tr)
+	}
 	time.Sleep(time.Second)
 	if n := st.CountAlerts(nightly.AlertReportMissing, ""); n != 1 {
 		t.Errorf("%d morning_report_missing alerts, want 1", n)
