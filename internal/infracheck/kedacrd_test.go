@@ -38,9 +38,13 @@ var kedaCRDs = sync.OnceValues(func() (map[string]string, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		goCmd = filepath.Join(os.Getenv("GOROOT"), "bin", "go") // no go on PATH: try GOROOT
+	}
 	dirs := map[string]string{}
 	for _, v := range kedaVersions {
-		cmd := exec.Command("go", "mod", "download", "-json", kedaModule+"@"+v.version)
+		cmd := exec.Command(goCmd, "mod", "download", "-json", kedaModule+"@"+v.version)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "GOWORK=off")
 		var stderr bytes.Buffer
