@@ -72,10 +72,10 @@ func TestStart_RunsTheApp(t *testing.T) {
 	}
 	// The batch-poll reply's Logs, as Application Insights records them,
 	// fire the overdue rule; so does the handler's stdout (host logs).
-	if tr := s.WaitRuleFired("offpath-job-overdue", "invocation", 10*time.Second); tr.Function != "batch-poll" {
+	if tr := s.WaitRuleMatched("offpath-job-overdue", "invocation", 10*time.Second); tr.Function != "batch-poll" {
 		t.Errorf("the rule fired on %+v", tr)
 	}
-	s.WaitRuleFired("offpath-job-overdue", "stdout", 10*time.Second)
+	s.WaitRuleMatched("offpath-job-overdue", "stdout", 10*time.Second)
 	s.Fire("batch-poll")
 	time.Sleep(500 * time.Millisecond)
 	if n := s.CountAlerts(batch.AlertHeldTooLong, job.ID); n != 1 {

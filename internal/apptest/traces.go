@@ -103,10 +103,11 @@ func (s *Stack) Traces() []Trace {
 	return slices.Clone(s.traces.got)
 }
 
-// WaitRuleFired waits up to timeout for a trace from source that fires the
-// log alert rule named rule (infra/modules/alerts.bicep, run as Log
-// Analytics would) and returns it. It fails the test if none comes.
-func (s *Stack) WaitRuleFired(rule, source string, timeout time.Duration) Trace {
+// WaitRuleMatched waits up to timeout for a trace from source that the
+// query of the log alert rule named rule selects (infra/modules/alerts.bicep,
+// run as Log Analytics would) and returns it. It fails the test if none
+// comes.
+func (s *Stack) WaitRuleMatched(rule, source string, timeout time.Duration) Trace {
 	s.tb.Helper()
 	rules, err := alertrules.Load(s.root)
 	if err != nil {
@@ -133,7 +134,7 @@ func (s *Stack) WaitRuleFired(rule, source string, timeout time.Duration) Trace 
 					msgs = append(msgs, tr.Message)
 				}
 			}
-			s.tb.Fatalf("no %s trace fired rule %s within %v; %s traces: %q", source, rule, timeout, source, msgs)
+			s.tb.Fatalf("no %s trace matched rule %s within %v; %s traces: %q", source, rule, timeout, source, msgs)
 		}
 	}
 }
