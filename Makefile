@@ -88,9 +88,11 @@ clean:
 
 # Offline checks of infra/ (no Azure, no Bicep compiler, no cluster): the
 # Bicep syntax check (tree-sitter-bicep via node), then the Go checks of the
-# Kubernetes manifests, the Bicep text, the functions and the azd wiring
-# (internal/infracheck, which needs ../shared/schemas/keda) and the sizing
-# formulas. `make test` runs the same Go tests through ./...
+# Kubernetes manifests (against KEDA's CRDs, which the test fetches as the Go
+# module github.com/kedacore/keda/v2 through the module proxy, or finds in the
+# module cache), the Bicep text, the functions and the azd wiring
+# (internal/infracheck) and the sizing formulas. `make test` runs the same Go
+# tests through ./...
 .PHONY: lint-infra
 lint-infra: deps
 	node infra/scripts/check-bicep.mjs infra

@@ -216,7 +216,12 @@ module registry 'modules/registry.bicep' = {
     location: location
     tags: tags
     registryName: names.registry
-    kubeletObjectId: aks.properties.identityProfile.kubeletidentity.objectId
+    // Clusters that run as a service principal have no identityProfile
+    // (or no kubeletidentity in it): the registry module then assigns no
+    // role, and the cluster is attached with `az aks update --attach-acr`.
+    // Nested conditions, not &&: ARM evaluates only the branch a condition
+    // picks, but both operands of an and().
+    kubeletObjectId: contains(aks.properties, 'identityProfile') ? (contains(aks.properties.identityProfile, 'kubeletidentity') ? aks.properties.identityProfile.kubeletidentity.objectId : '') : ''
   }
 }
 
@@ -285,6 +290,9 @@ output AZURE_RESOURCE_GROUP string = rg.name
 output AZURE_AKS_CLUSTER_NAME string = aksClusterName
 output AZURE_AKS_RESOURCE_GROUP string = aksResourceGroupName
 output AZURE_CONTAINER_REGISTRY_ENDPOINT string = registry.outputs.loginServer
+// false: the cluster has no managed kubelet identity; run `az aks update
+// --attach-acr` once (infra/README.md) or the workers cannot pull.
+output OFFPATH_KUBELET_CAN_PULL bool = registry.outputs.kubeletCanPull
 output OFFPATH_FUNCTION_APP_NAME string = functionApp.outputs.name
 output OFFPATH_FUNCTION_APP_HOSTNAME string = functionApp.outputs.defaultHostName
 output OFFPATH_EVENTGRID_TOPIC string = storage.outputs.systemTopicName

@@ -1,13 +1,18 @@
 // offpath's alerts and where they go.
 //
-// Log alerts read offpath's own alert events. Package alert writes each as
-// one error-level JSON log line with a stable "alert" field, e.g.
-//   {"level":"error","alert":"batch_failed","tenant":"...","job":"...","message":"..."}
-// The Functions host forwards the handler's stdout to Application Insights,
-// so the lines land in the workspace's AppTraces table (Message column); the
-// queries match the "alert":"<name>" pair in it. One rule per kind of
-// trouble, so that each has its own severity and history; a last rule
-// catches alert names added later.
+// Log alerts read offpath's own alert lines. What reaches Application
+// Insights from a custom handler is text only: the strings of each
+// invocation reply's Logs (recorded at Information level, correlated to the
+// invocation, without the JSON fields) and the handler's stdout lines (host
+// logs); both land in the workspace's AppTraces table, Message column.
+// Package alert starts every alert's message with a stable marker,
+// "offpath-alert name=<name>:", e.g. the reply's Logs string
+//   error: offpath-alert name=batch_failed: batch b1 of job j1 failed
+// and the queries match that marker, never a JSON field or the level
+// (internal/infracheck runs each query's filter on the handler's real
+// Logs output). One rule per kind of trouble, so that each has its own
+// severity and history; a last rule catches alert names added later. A
+// rule may count a line twice (Logs and stdout): it fires on more than 0.
 // A metric alert watches dead-lettered messages: the dead-letter queues hold
 // only real infrastructure failures (and expired backlog), never answered
 // questions, so any dead letter deserves a look.
@@ -19,55 +24,44 @@ param alertEmail string
 param logAnalyticsId string
 param serviceBusId string
 
-// The alert names the rules above the last one select.
-var knownAlerts = [
-  'batch_expired'
-  'batch_failed'
-  'azure_auth'
-  'batch_overdue'
-  'held_too_long'
-  'output_expiring_unharvested'
-  'second_door'
-  'morning_report_missing'
-  'nightly_failed'
-]
-
+// Each rule's query is written out whole, as the portal shows it. Every
+// name a rule above the last selects is excluded by the last one.
 var alertEvents = [
   {
     name: 'job-expired'
     severity: 2
     description: 'A batch job expired: its unfinished lines were not processed within 24 h (partial output is still harvested and billed).'
-    filter: 'Message contains \'"alert":"batch_expired"\''
+    query: 'AppTraces | where Message contains "offpath-alert name=batch_expired:" | project TimeGenerated, Message'
   }
   {
     name: 'job-failed'
     severity: 1
     description: 'A batch job failed (validation or service error), or offpath\'s credential is refused: the tenant\'s work was not done.'
-    filter: 'Message contains \'"alert":"batch_failed"\' or Message contains \'"alert":"azure_auth"\''
+    query: 'AppTraces | where Message contains "offpath-alert name=batch_failed:" or Message contains "offpath-alert name=azure_auth:" | project TimeGenerated, Message'
   }
   {
     name: 'job-overdue'
     severity: 2
     description: 'A batch job is past its completion window, held for quota too long, or its output is about to expire unharvested.'
-    filter: 'Message contains \'"alert":"batch_overdue"\' or Message contains \'"alert":"held_too_long"\' or Message contains \'"alert":"output_expiring_unharvested"\''
+    query: 'AppTraces | where Message contains "offpath-alert name=batch_overdue:" or Message contains "offpath-alert name=held_too_long:" or Message contains "offpath-alert name=output_expiring_unharvested:" | project TimeGenerated, Message'
   }
   {
     name: 'second-door'
     severity: 0
     description: 'A batch or file exists on the Azure OpenAI account that offpath did not create: someone has another door to the models.'
-    filter: 'Message contains \'"alert":"second_door"\''
+    query: 'AppTraces | where Message contains "offpath-alert name=second_door:" | project TimeGenerated, Message'
   }
   {
     name: 'morning-report-missing'
     severity: 2
     description: 'The nightly ticket summaries failed, or did not produce their morning report by the deadline.'
-    filter: 'Message contains \'"alert":"morning_report_missing"\' or Message contains \'"alert":"nightly_failed"\''
+    query: 'AppTraces | where Message contains "offpath-alert name=morning_report_missing:" or Message contains "offpath-alert name=nightly_failed:" | project TimeGenerated, Message'
   }
   {
     name: 'other-alert'
     severity: 2
     description: 'Any other offpath alert (output lost, counts mismatch, harvest failing, and names added later).'
-    filter: 'Message contains \'"alert":"\' and not(${join(map(knownAlerts, n => 'Message contains \'"alert":"${n}"\''), ' or ')})'
+    query: 'AppTraces | where Message contains "offpath-alert name=" and not(Message contains "offpath-alert name=batch_expired:" or Message contains "offpath-alert name=batch_failed:" or Message contains "offpath-alert name=azure_auth:" or Message contains "offpath-alert name=batch_overdue:" or Message contains "offpath-alert name=held_too_long:" or Message contains "offpath-alert name=output_expiring_unharvested:" or Message contains "offpath-alert name=second_door:" or Message contains "offpath-alert name=morning_report_missing:" or Message contains "offpath-alert name=nightly_failed:") | project TimeGenerated, Message'
   }
 ]
 
@@ -109,9 +103,7 @@ resource eventAlerts 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = [
       criteria: {
         allOf: [
           {
-            // Error level only: the same name also appears in the warning
-            // that a webhook delivery failed.
-            query: 'AppTraces | where Message contains \'"level":"error"\' | where ${a.filter} | project TimeGenerated, Message'
+            query: a.query
             timeAggregation: 'Count'
             operator: 'GreaterThan'
             threshold: 0
@@ -132,10 +124,10 @@ resource eventAlerts 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = [
   }
 ]
 
-// The explicit morning_report_missing event needs a running handler to say
+// The explicit morning_report_missing alert needs a running handler to say
 // so; this rule also fires when nothing reported at all (the nightly
-// function never ran, or the app is down): no "morning_report_written"
-// event within a day.
+// function never ran, or the app is down): no line marked
+// "offpath-event name=morning_report_written:" within a day.
 resource noMorningReport 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = {
   name: 'offpath-no-morning-report'
   location: location
@@ -143,7 +135,7 @@ resource noMorningReport 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = {
   kind: 'LogAlert'
   properties: {
     displayName: 'offpath: no morning report in 24 h'
-    description: 'No "morning_report_written" event in the last 24 hours.'
+    description: 'No morning_report_written event in the last 24 hours.'
     severity: 2
     enabled: true
     scopes: [
@@ -154,7 +146,7 @@ resource noMorningReport 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = {
     criteria: {
       allOf: [
         {
-          query: 'AppTraces | where Message contains \'"event":"morning_report_written"\' | project TimeGenerated'
+          query: 'AppTraces | where Message contains "offpath-event name=morning_report_written:" | project TimeGenerated'
           timeAggregation: 'Count'
           operator: 'LessThan'
           threshold: 1

@@ -78,8 +78,23 @@ var flexAppSettings = {
   OFFPATH_TICKETS_SCHEDULE: '0 0 1-3 * * *'
   OFFPATH_REPORT_DEADLINE_SCHEDULE: '0 0 7 * * *'
   OFFPATH_AUDIT_SCHEDULE: '0 15 * * * *'
-  // Heavy ingestion runs on AKS only.
-  'AzureWebJobs.ingest-process-heavy.Disabled': 'true'
+  // The functions this app runs: every one but ingest-process-heavy, which
+  // runs on AKS only (infra/k8s/deployment.yaml). The host's "functions"
+  // allow-list (host.json, here overridden per index), not
+  // AzureWebJobs.<name>.Disabled: an app-setting name may hold only
+  // letters, digits, periods and underscores, so the hyphenated
+  // "AzureWebJobs.ingest-process-heavy.Disabled" is not a setting Linux
+  // apps can carry (Azure/Azure-Functions#1851). A function left out of the
+  // list is not loaded, has no trigger registered with the platform and
+  // scales nothing. Add a new function here (internal/infracheck fails
+  // until it runs somewhere).
+  AzureFunctionsJobHost__functions__0: 'api'
+  AzureFunctionsJobHost__functions__1: 'batch-audit'
+  AzureFunctionsJobHost__functions__2: 'batch-poll'
+  AzureFunctionsJobHost__functions__3: 'ingest-enqueue'
+  AzureFunctionsJobHost__functions__4: 'ingest-process'
+  AzureFunctionsJobHost__functions__5: 'nightly-summaries'
+  AzureFunctionsJobHost__functions__6: 'report-deadline'
   // Sizing (written by `offpath sizing`): messages in flight per instance,
   // and the share of the deployment's quota one instance may spend.
   AzureFunctionsJobHost__extensions__serviceBus__maxConcurrentCalls: string(serviceBusMaxConcurrentCalls)

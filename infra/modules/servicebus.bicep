@@ -26,18 +26,23 @@ var heavyQueueName = 'doc-ingest-heavy'
 //   queue, which raises the dead-letter alert, instead of vanishing.
 // - maxSizeInMegabytes 1024 (Standard's smallest): at ~2 KB a message that
 //   is about half a million waiting documents, dead letters included.
-// - requiresDuplicateDetection with a 10-minute window: Event Grid delivers
-//   at least once, so the enqueuer may send the same claim check twice; with
-//   a MessageId derived from blob URL and ETag the second send is dropped.
-//   (It cannot be changed after creation.)
+// - requiresDuplicateDetection false: duplicate detection drops a message
+//   whose MessageId was seen within a window, but the claim checks are sent
+//   through the Functions host's Service Bus output binding, and a custom
+//   handler can set only the message body: the host gives every message a
+//   MessageId of its own, so no two sends would ever look alike. Event Grid
+//   delivers at least once and a blob trigger may fire twice, so the same
+//   claim check can be queued twice; the processing side catches it (a
+//   version already done, refused or rejected is recognised and nothing is
+//   done or metered twice). Detection would only cost throughput. (Service
+//   Bus does not let it be changed on an existing queue.)
 // - enablePartitioning false: ordering and size limits stay simple.
 var common = {
   lockDuration: 'PT1M'
   defaultMessageTimeToLive: 'P4D'
   deadLetteringOnMessageExpiration: true
   maxSizeInMegabytes: 1024
-  requiresDuplicateDetection: true
-  duplicateDetectionHistoryTimeWindow: 'PT10M'
+  requiresDuplicateDetection: false
   requiresSession: false
   enablePartitioning: false
   enableBatchedOperations: true

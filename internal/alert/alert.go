@@ -1,9 +1,18 @@
 // Package alert raises operational alerts: conditions an operator must act
 // on (a batch job failed or expired, output about to be lost, a job held
-// for hours). An alert is a structured error log event with a stable
-// "alert" field, which log-based alert rules select on, and, when a webhook
-// URL is configured, a JSON POST to it. Delivery to the webhook is best
-// effort and bounded in time: the log line is the record.
+// for hours). An alert is an error log event whose message starts with a
+// stable marker, "offpath-alert name=<name>:" (and which carries the name
+// in an "alert" field too), and, when a webhook URL is configured, a JSON
+// POST to it. Delivery to the webhook is best effort and bounded in time:
+// the log line is the record.
+//
+// The marker is in the message because the message is all that reaches
+// Application Insights from a custom handler: the Functions host records
+// the strings of an invocation reply's Logs (the message, at Information
+// level, without the fields or the level) and the handler's stdout lines
+// as host logs, both as plain trace text. The log-based alert rules
+// (infra/modules/alerts.bicep) select on the marker; so do they on
+// EventMessage's marker for events whose absence is an alert.
 package alert
 
 import (
@@ -56,6 +65,22 @@ func (s *Sender) Raise(ctx context.Context, a Alert) {
 	}
 }
 
+// markerPrefix and eventPrefix start the markers of alerts and events.
+const (
+	markerPrefix = "offpath-alert name="
+	eventPrefix  = "offpath-event name="
+)
+
+// Marker is the text that starts the log message of every alert named
+// name: "offpath-alert name=<name>:". The colon ends the name, so that a
+// rule looking for one name never matches another that starts with it.
+func Marker(name string) string { return markerPrefix + name + ":" }
+
+// EventMessage returns msg marked as the operational event name, e.g.
+// "offpath-event name=morning_report_written: morning report written",
+// for log lines whose absence an alert rule watches for.
+func EventMessage(name, msg string) string { return eventPrefix + name + ": " + msg }
+
 // Log writes the alert's log event only.
 func Log(ctx context.Context, a Alert) {
 	ev := zerolog.Ctx(ctx).Error().Str("alert", a.Name)
@@ -68,7 +93,11 @@ func Log(ctx context.Context, a Alert) {
 	if len(a.Fields) > 0 {
 		ev = ev.Fields(a.Fields)
 	}
-	ev.Msg(a.Message)
+	msg := Marker(a.Name)
+	if a.Message != "" {
+		msg += " " + a.Message
+	}
+	ev.Msg(msg)
 }
 
 func (s *Sender) post(ctx context.Context, a Alert) error {

@@ -59,7 +59,7 @@ func TestSender_Raise(t *testing.T) {
 			if err := json.Unmarshal([]byte(line), &first); err != nil {
 				t.Fatalf("log line %q: %v", line, err)
 			}
-			if first["level"] != "error" || first["alert"] != "batch_failed" || first["tenant"] != "contoso" || first["job"] != "j1" || first["message"] != "part failed" {
+			if first["level"] != "error" || first["alert"] != "batch_failed" || first["tenant"] != "contoso" || first["job"] != "j1" || first["message"] != "offpath-alert name=batch_failed: part failed" {
 				t.Errorf("alert log event = %v", first)
 			}
 			mu.Lock()

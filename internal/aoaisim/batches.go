@@ -40,8 +40,8 @@ func (s *Server) validateCreate(req *batchCreateRequest) (time.Duration, *apiErr
 		return 0, invalidRequest("input_file_id", "'input_file_id' is a required property.")
 	case req.CompletionWindow != "24h":
 		return 0, invalidRequest("completion_window", fmt.Sprintf("'%s' is not a supported completion_window; only '24h' is supported.", req.CompletionWindow))
-	case normaliseRoute(req.Endpoint) != "/chat/completions":
-		return 0, invalidRequest("endpoint", fmt.Sprintf("'%s' is not a supported endpoint; the simulator runs '/chat/completions' batches (embeddings are not supported on Azure batch).", req.Endpoint))
+	case normaliseRoute(req.Endpoint) != "/chat/completions" && normaliseRoute(req.Endpoint) != "/responses":
+		return 0, invalidRequest("endpoint", fmt.Sprintf("'%s' is not a supported endpoint; the simulator runs '/chat/completions' and '/responses' batches (embeddings are not supported on Azure batch).", req.Endpoint))
 	case len(req.Metadata) > 16:
 		return 0, invalidRequest("metadata", "metadata can have at most 16 key-value pairs.")
 	}

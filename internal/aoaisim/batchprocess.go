@@ -175,7 +175,18 @@ func (r *batchRun) runLine(w *outputWriter, dep *deploymentState, raw []byte) (b
 		CustomID *string     `json:"custom_id"`
 		Body     chatRequest `json:"body"`
 	}
-	decodeErr := json.Unmarshal(raw, &in) // one pass: the line was validated before
+	var rin struct {
+		CustomID *string          `json:"custom_id"`
+		Body     responsesRequest `json:"body"`
+	}
+	responses := normaliseRoute(r.b.Endpoint) == "/responses"
+	var decodeErr error
+	if responses {
+		decodeErr = json.Unmarshal(raw, &rin)
+		in.CustomID = rin.CustomID
+	} else {
+		decodeErr = json.Unmarshal(raw, &in) // one pass: the line was validated before
+	}
 	out := outputLine{}
 	if in.CustomID != nil {
 		out.CustomID = *in.CustomID
@@ -187,6 +198,8 @@ func (r *batchRun) runLine(w *outputWriter, dep *deploymentState, raw []byte) (b
 	var apiErr *apiError
 	if decodeErr != nil {
 		apiErr = invalidRequest("body", fmt.Sprintf("The request body could not be read: %v", decodeErr))
+	} else if responses {
+		call, apiErr = rin.Body.call()
 	} else {
 		call, apiErr = in.Body.call()
 	}
@@ -203,5 +216,8 @@ func (r *batchRun) runLine(w *outputWriter, dep *deploymentState, raw []byte) (b
 		return false, w.add(true, out)
 	}
 	out.Response = &lineResponse{StatusCode: 200, RequestID: newUUID(), Body: resp}
+	if responses {
+		out.Response.Body = asResponse(resp)
+	}
 	return true, w.add(false, out)
 }

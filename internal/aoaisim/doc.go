@@ -3,7 +3,7 @@
 // filter, TPM/RPM limits, enqueued-token quota and injectable faults. No Azure
 // OpenAI resource is reachable from development or CI, so offpath's tests and
 // `make run` talk to this instead, through the real openai-go client. The
-// formats follow shared/reference/azure-openai-batch.md.
+// formats follow Azure's documentation and what the service is seen to send.
 //
 // # Use
 //
@@ -39,6 +39,13 @@
 // answer 201 on the classic surface (as its REST reference documents) and 200
 // on v1 (OpenAI's). Keys are accepted as "api-key: K" or "Authorization:
 // Bearer K"; anything else is Azure's 401.
+//
+// Batches run the chat completions endpoint or the Responses API's
+// (endpoint "/responses" or "/v1/responses", lines with url
+// "/v1/responses"); a Responses line is answered as a response object, a
+// filtered completion as status "incomplete" with incomplete_details
+// {"reason": "content_filter"} (see responses.go). The Responses API is not
+// served synchronously.
 //
 // # Configuration file
 //

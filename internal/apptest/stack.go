@@ -83,8 +83,10 @@ type Stack struct {
 	Catalog *catalog.Catalog
 
 	tb      testing.TB
+	root    string // the repository
 	handler string // the handler binary in AppDir
 	alerts  *sink
+	traces  *traces
 }
 
 // Start runs the app for the test and stops it when the test ends. It fails
@@ -112,7 +114,7 @@ func Start(tb testing.TB, cfg Config) *Stack {
 	}
 	tb.Cleanup(func() { _ = sim.Close() })
 
-	s := &Stack{Keys: map[string]string{}, AppDir: tb.TempDir(), Sim: sim, SimURL: simURL, Azurite: az, tb: tb, alerts: newSink(tb)}
+	s := &Stack{Keys: map[string]string{}, AppDir: tb.TempDir(), Sim: sim, SimURL: simURL, Azurite: az, tb: tb, root: root, alerts: newSink(tb), traces: newTraces()}
 	s.handler = filepath.Join(s.AppDir, "handler")
 	adminKey, adminDigest, err := auth.NewAdminKey(rand.Reader)
 	if err != nil {
@@ -209,7 +211,7 @@ func (s *Stack) startHost() {
 		tb.Fatal(err)
 	}
 	h, err := devhost.New(devhost.Options{App: app, Blobs: s.Blobs, Queues: queues, Broker: broker, HTTPAddr: "127.0.0.1:0",
-		HandlerOutput: zerolog.NewTestWriter(tb)}, zerolog.New(io.Discard))
+		HandlerOutput: s.traces.handlerOutput(zerolog.NewTestWriter(tb))}, zerolog.New(s.traces.hostLog()))
 	if err != nil {
 		tb.Fatalf("devhost.New: %v", err)
 	}

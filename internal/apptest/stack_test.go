@@ -70,6 +70,12 @@ func TestStart_RunsTheApp(t *testing.T) {
 	if a.Tenant != "contoso" {
 		t.Errorf("alert %+v, want tenant contoso", a)
 	}
+	// The batch-poll reply's Logs, as Application Insights records them,
+	// fire the overdue rule; so does the handler's stdout (host logs).
+	if tr := s.WaitRuleMatched("offpath-job-overdue", "invocation", 10*time.Second); tr.Function != "batch-poll" {
+		t.Errorf("the rule fired on %+v", tr)
+	}
+	s.WaitRuleMatched("offpath-job-overdue", "stdout", 10*time.Second)
 	s.Fire("batch-poll")
 	time.Sleep(500 * time.Millisecond)
 	if n := s.CountAlerts(batch.AlertHeldTooLong, job.ID); n != 1 {

@@ -45,6 +45,11 @@ func TestEndToEnd_SecondDoorThroughTheDevHost(t *testing.T) {
 	if strings.Contains(a.Message, secret) {
 		t.Error("the alert quotes the batch's prompts")
 	}
+	// What Application Insights gets from the batch-audit reply fires the
+	// second-door rule.
+	if tr := st.WaitRuleMatched("offpath-second-door", "invocation", time.Minute); tr.Function != "batch-audit" || strings.Contains(tr.Message, secret) {
+		t.Errorf("the rule fired on %+v", tr)
+	}
 
 	// Wait for the batch to complete at the simulator, then audit until
 	// its usage is booked.

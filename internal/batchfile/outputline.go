@@ -43,9 +43,14 @@ type wireBody struct {
 	Choices []wireChoice `json:"choices"`
 	Usage   *wireUsage   `json:"usage"`
 	Error   *wireError   `json:"error"`
-	// Responses API.
-	Status string       `json:"status"`
-	Output []wireOutput `json:"output"`
+	// Responses API: a response object. "incomplete" with
+	// incomplete_details.reason "content_filter" is the completion refused
+	// (the chat form's finish_reason "content_filter"); Azure may annotate
+	// the verdicts in content_filters.
+	Status            string          `json:"status"`
+	Output            []wireOutput    `json:"output"`
+	IncompleteDetails json.RawMessage `json:"incomplete_details"`
+	ContentFilters    json.RawMessage `json:"content_filters"`
 }
 
 type wireChoice struct {
@@ -183,7 +188,7 @@ func (b *wireBody) answer(res *Result) {
 			}
 		}
 	}
-	if len(b.Choices) == 0 && len(b.Output) > 0 {
+	if len(b.Choices) == 0 && (len(b.Output) > 0 || b.Status != "") {
 		var sb strings.Builder
 		for _, o := range b.Output {
 			for _, c := range o.Content {
@@ -193,7 +198,48 @@ func (b *wireBody) answer(res *Result) {
 			}
 		}
 		res.Text, res.FinishReason = sb.String(), b.Status
+		if r := incompleteReason(b.IncompleteDetails); b.Status == "incomplete" && r != "" {
+			res.FinishReason = r
+		}
+		if res.FinishReason == "content_filter" {
+			res.Outcome, res.RefusedBy = Refused, RefusedCompletion
+			res.Categories = mergeCategories(res.Categories, responseFilters(b.ContentFilters))
+		}
 	}
+}
+
+// incompleteReason reads incomplete_details: {"reason": "..."} as
+// documented, or a bare string; anything else says nothing.
+func incompleteReason(raw json.RawMessage) string {
+	var d struct {
+		Reason flexString `json:"reason"`
+	}
+	if json.Unmarshal(raw, &d) == nil {
+		return string(d.Reason)
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return ""
+}
+
+// responseFilters lists the categories marked filtered in a Responses
+// body's content_filters annotations ([{"source_type", "blocked",
+// "content_filter_results": {category: {filtered, …}}}]); any other shape
+// yields none: the verdicts are advisory, the refusal is the status.
+func responseFilters(raw json.RawMessage) []string {
+	var entries []struct {
+		Results map[string]json.RawMessage `json:"content_filter_results"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &entries) != nil {
+		return nil
+	}
+	var cats []string
+	for _, e := range entries {
+		cats = mergeCategories(cats, filtered(e.Results))
+	}
+	return cats
 }
 
 // refusal reports whether an error is a content-filter refusal, and the

@@ -176,6 +176,33 @@ func TestAzd(t *testing.T) {
 			bad("main.parameters.json passes %s, which main.bicep does not declare", name)
 		}
 	}
+	// An OFFPATH_* app setting that the Function App takes from one of
+	// main.bicep's parameters is set from the azd environment variable of
+	// the same name: otherwise `azd env set OFFPATH_…` does nothing.
+	appSettings, err := bicepSettings(string(readFile(t, infraDir+"/modules/functionapp.bicep")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	funcModule, ok := block(main, "module functionApp 'modules/functionapp.bicep' = {")
+	if !ok {
+		t.Fatal("main.bicep: no functionApp module")
+	}
+	for _, setting := range sortedKeys(appSettings) {
+		param := appSettings[setting]
+		if !strings.HasPrefix(setting, "OFFPATH_") || !regexp.MustCompile(`^\w+$`).MatchString(param) {
+			continue
+		}
+		m := regexp.MustCompile(`(?m)^\s*` + param + `:\s*(\w+)\s*$`).FindStringSubmatch(funcModule)
+		if m == nil {
+			continue // from a module output, not a parameter
+		}
+		if _, ok := declared[m[1]]; !ok {
+			continue
+		}
+		if raw, ok := params.Parameters[m[1]]; !ok || !strings.Contains(string(raw), "${"+setting) {
+			bad("main.parameters.json: %s (app setting %s) is not mapped from ${%s}", m[1], setting, setting)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		t.Error(err)
 	}

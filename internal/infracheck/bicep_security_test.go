@@ -64,8 +64,7 @@ func checkLocalAuth(files []bicepFile) error {
 	return errors.Join(errs...)
 }
 
-// Built-in role definition GUIDs (shared/reference/keda-aks-infra.md §3.5;
-// Azure's built-in roles list).
+// Built-in role definition GUIDs (Azure's built-in roles list).
 var documentedRoles = map[string]string{
 	"b7e6dc6d-f1e8-4753-8033-0f276bb0955b": "Storage Blob Data Owner",
 	"ba92f5b4-2d11-453d-a403-e96b0029c9fe": "Storage Blob Data Contributor",

@@ -1,13 +1,14 @@
 // Package infracheck holds the offline checks of offpath's infrastructure
 // as code: nothing under infra/ can be deployed from a development machine
 // or CI (no Azure, no Bicep compiler, no cluster), so its tests check what
-// can be checked without them, and fail on the mistakes the research notes
-// (shared/reference/keda-aks-infra.md) list as real:
+// can be checked without them, and fail on mistakes that are known to reach
+// production:
 //
 //   - every Kubernetes manifest in infra/k8s, rendered with placeholder
 //     values the way azd renders it, decodes strictly into its k8s.io/api
 //     type; KEDA resources validate against JSON schemas generated from
-//     KEDA's CRDs (shared/schemas/keda) with additionalProperties false; the
+//     the CRDs of KEDA's Go module (fetched at test time, hash-pinned) with
+//     additionalProperties false; the
 //     azure-servicebus trigger's metadata uses only the scaler's keys, as
 //     strings, with a short namespace name; no HorizontalPodAutoscaler
 //     targets a workload a ScaledObject scales;
@@ -19,6 +20,13 @@
 //   - every functions/*/function.json agrees with host.json, with the
 //     handler's registered routes and with the settings the infra passes
 //     (each connection has its identity-based settings where it runs);
+//   - each function runs on exactly one host, as the Functions host decides
+//     it from the allow-list and Disabled settings (valid app-setting names
+//     only): the AKS workers run what their ScaledObject's queue triggers,
+//     the Function App everything else;
+//   - host.json lets every trace through to Application Insights: Trace is
+//     excluded from sampling and the categories of the reply's Logs and of
+//     the handler's stdout log at Information;
 //   - azure.yaml, the hooks, the parameters file and the model deployments
 //     agree with the Bicep and with models.json.
 //

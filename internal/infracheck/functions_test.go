@@ -284,10 +284,6 @@ func TestFunctions_AgreeWithHostHandlerAndInfra(t *testing.T) {
 	if err := checkFunctions(fns, h, r, places, queues, containers); err != nil {
 		t.Error(err)
 	}
-	// The function the workers run is the one the Function App disables.
-	if want := "AzureWebJobs." + heavy + ".Disabled"; appSettings[want] != "true" {
-		t.Errorf("the workers run %s, but functionapp.bicep does not set %s to 'true'", heavy, want)
-	}
 }
 
 // workerEnv returns the AKS worker container's environment and the function

@@ -287,17 +287,17 @@ func checkScaling(docs []document) error {
 
 func TestManifests_KEDAResources(t *testing.T) {
 	t.Parallel()
-	kv, err := newKEDAValidator(sharedDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	validators := kedaValidators(t)
 	docs := loadManifests(t, k8sDir)
 	kinds := map[string]int{}
 	for _, doc := range docs {
-		if isKEDA(doc) {
-			kinds[doc.kind]++
-			if err := kv.validate(doc); err != nil {
-				t.Error(err)
+		if !isKEDA(doc) {
+			continue
+		}
+		kinds[doc.kind]++
+		for _, version := range sortedKeys(validators) {
+			if err := validators[version].validate(doc); err != nil {
+				t.Errorf("KEDA %s: %v", version, err)
 			}
 		}
 	}
@@ -311,10 +311,7 @@ func TestManifests_KEDAResources(t *testing.T) {
 
 func TestManifests_BrokenKEDAResourcesFail(t *testing.T) {
 	t.Parallel()
-	kv, err := newKEDAValidator(sharedDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	validators := kedaValidators(t)
 	tests := []struct {
 		file string
 		want string
@@ -330,22 +327,24 @@ func TestManifests_BrokenKEDAResourcesFail(t *testing.T) {
 		{"hpa-on-scaled-deployment.yaml", "two HPAs would fight"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			t.Parallel()
-			docs, err := splitDocuments(tt.file, readFile(t, "testdata/keda/"+tt.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var errs []error
-			for _, doc := range docs {
-				if isKEDA(doc) {
-					errs = append(errs, kv.validate(doc))
+		for _, version := range sortedKeys(validators) {
+			t.Run(version+"/"+tt.file, func(t *testing.T) {
+				t.Parallel()
+				docs, err := splitDocuments(tt.file, readFile(t, "testdata/keda/"+tt.file))
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			errs = append(errs, checkScaling(docs))
-			if err := errors.Join(errs...); err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("checking %s: error = %v, want one containing %q", tt.file, err, tt.want)
-			}
-		})
+				var errs []error
+				for _, doc := range docs {
+					if isKEDA(doc) {
+						errs = append(errs, validators[version].validate(doc))
+					}
+				}
+				errs = append(errs, checkScaling(docs))
+				if err := errors.Join(errs...); err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Errorf("checking %s against KEDA %s: error = %v, want one containing %q", tt.file, version, err, tt.want)
+				}
+			})
+		}
 	}
 }

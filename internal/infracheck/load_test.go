@@ -21,7 +21,6 @@ const (
 	k8sDir    = infraDir + "/k8s"
 	funcsDir  = repoRoot + "/functions"
 	hostJSON  = repoRoot + "/host.json"
-	kedaCRDs  = "shared/schemas/keda"
 	bicepMain = infraDir + "/main.bicep"
 )
 
@@ -32,33 +31,6 @@ func readFile(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return data
-}
-
-// sharedDir finds shared/schemas/keda by walking up from the repository
-// root: CI has shared/ beside the clone, developers beside the work tree.
-// Without it the test fails under CI (CI is set) and is skipped elsewhere.
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	dir, err := filepath.Abs(repoRoot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		candidate := filepath.Join(dir, kedaCRDs)
-		if info, err := os.Stat(candidate); err == nil && info.IsDir() {
-			return candidate
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			break
-		}
-		dir = parent
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s not found in any parent of the repository: CI must provide shared/ beside the clone (../shared)", kedaCRDs)
-	}
-	t.Skipf("%s not found in any parent of the repository; skipping (CI fails instead)", kedaCRDs)
-	return ""
 }
 
 // placeholder matches the ${NAME} placeholders azd substitutes in manifests

@@ -26,7 +26,8 @@ func startApp(t *testing.T, linesPerMinute float64) *apptest.Stack {
 	return apptest.Start(t, apptest.Config{
 		Sim:      aoaisim.Config{Speed: &speed, Batch: aoaisim.BatchConfig{LinesPerMinute: linesPerMinute}},
 		Tenants:  map[string][]string{"support": {"summarize"}, "contoso": {"summarize"}},
-		Settings: map[string]string{"OFFPATH_TICKETS_URL": "https://support.example.com/tickets/{id}"},
+		// Info level: the morning_report_written event is an info line.
+		Settings: map[string]string{"OFFPATH_TICKETS_URL": "https://support.example.com/tickets/{id}", "OFFPATH_LOG_LEVEL": "info"},
 	})
 }
 
@@ -106,6 +107,11 @@ func TestEndToEnd_NightOf2000Tickets(t *testing.T) {
 	})
 	st.Fire("nightly-summaries") // and once more after the harvest
 	html, _ := readBlob(t, st, "reports", htmlName)
+	// The batch-poll reply that wrote the report carries the event line the
+	// no-morning-report rule counts, as Application Insights records it.
+	if tr := st.WaitRuleMatched("offpath-no-morning-report", "invocation", 30*time.Second); tr.Function != "batch-poll" {
+		t.Errorf("the morning report event came from %+v", tr)
+	}
 
 	ctx := context.Background()
 	jobs, err := st.Jobs.List(ctx, "support", "", "", 10)
@@ -183,6 +189,11 @@ func TestEndToEnd_ReportDeadline(t *testing.T) {
 	a := st.WaitAlert(nightly.AlertReportMissing, job.ID, 30*time.Second)
 	if !strings.Contains(a.Message, job.ID) || !strings.Contains(a.Message, "submitted") || a.Fields["day"] != dayName {
 		t.Errorf("alert %+v: want the job, its state and the day", a)
+	}
+	// What Application Insights gets from the report-deadline reply fires
+	// the rule that pages for it.
+	if tr := st.WaitRuleMatched("offpath-morning-report-missing", "invocation", 30*time.Second); tr.Function != "report-deadline" {
+		t.Errorf("the rule fired on a trace of %s: %+v", tr.Function, tr)
 	}
 	time.Sleep(time.Second)
 	if n := st.CountAlerts(nightly.AlertReportMissing, ""); n != 1 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/offpath/offpath/internal/alert"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/report"
 )
@@ -79,7 +80,7 @@ func (s *Service) writeReport(ctx context.Context, n Night, job *batch.Job) (Nig
 		Str("container", s.o.Reports).Str("html", htmlName).Int("tickets", len(rep.Items)).Int("summarised", c[report.OK]).
 		Int("refused", c[report.Refused]).Int("not_summarised", len(rep.Items)-c[report.OK]-c[report.Refused]).
 		Int("skipped", max(rep.SkippedTotal, len(rep.Skipped))).Int64("tokens", rep.Usage.PromptTokens+rep.Usage.CompletionTokens).
-		Str("cost", rep.Usage.Cost.Dollars()).Msg("morning report written")
+		Str("cost", rep.Usage.Cost.Dollars()).Msg(alert.EventMessage(EventReportWritten, "morning report written"))
 	return n, nil
 }
 

@@ -7,8 +7,7 @@ import (
 	"github.com/offpath/offpath/internal/sizing"
 )
 
-// The worked examples of shared/reference/keda-aks-infra.md §4 and the
-// defaults committed under infra/.
+// Worked examples of the formulas and the defaults committed under infra/.
 func TestCompute(t *testing.T) {
 	t.Parallel()
 	// gpt-4o-mini at 1,000 units: 1M TPM, 6,000 RPM; 3,000 prompt tokens +
