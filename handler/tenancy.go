@@ -42,7 +42,7 @@ func newTenancy(cfg config.Handler) (tenancy, error) {
 	}
 	var verifier *entra.Verifier
 	if cfg.Entra != nil {
-		verifier, err = entra.NewVerifier(entra.Options{Issuers: cfg.Entra.Issuers, Audiences: cfg.Entra.Audiences, Keys: entra.NewJWKS(cfg.Entra.JWKSURL, nil)})
+		verifier, err = entra.NewVerifier(entra.Options{Issuers: cfg.Entra.Issuers, Audiences: cfg.Entra.Audiences, Keys: entra.NewJWKS(cfg.Entra.JWKSURL, entra.JWKSOptions{})})
 		if err != nil {
 			return tenancy{}, err
 		}
