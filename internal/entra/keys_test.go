@@ -193,7 +193,8 @@ func TestJWKS_ValidTokensNeverWaitOnAFetch(t *testing.T) {
 
 			waiter := make(chan error, 1)
 			if tc.trigger != nil {
-				go func() { waiter <- tc.trigger(context.Background(), v, k2.Token(t, entratest.Claims(app, clk.Now()), nil)) }()
+				fresh := k2.Token(t, entratest.Claims(app, clk.Now()), nil)
+				go func() { waiter <- tc.trigger(context.Background(), v, fresh) }()
 			} else if _, err := v.Verify(context.Background(), valid); err != nil { // starts the refresh, does not wait
 				t.Fatalf("Verify(k1) with stale keys = %v", err)
 			}

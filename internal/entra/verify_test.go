@@ -2,8 +2,8 @@ package entra_test
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
