@@ -55,6 +55,10 @@ const (
 	DefaultNegativeTTL       = 5 * time.Second
 	DefaultMaxEntries        = 10_000
 	DefaultFailuresPerMinute = 20
+	// EpochTimeout bounds one read of the credential epoch: a request that
+	// finds the epoch older than the bound waits for a read up to this long,
+	// then falls back to the cache TTL.
+	EpochTimeout = 5 * time.Second
 )
 
 // Options configure an Authenticator. Zero values take the defaults.
@@ -124,8 +128,7 @@ func New(o Options) *Authenticator {
 		o:     o,
 		dummy: tenant.Key{Salt: salt, Hash: hash},
 		keys:  newCache(o.MaxEntries), apps: newCache(o.MaxEntries),
-		epoch: &epoch{read: o.Credentials.CredentialEpoch, bound: o.RevocationBound, timeout: min(o.RevocationBound, 2*time.Second),
-			maxWait: o.TTL, now: o.Now},
+		epoch:    &epoch{read: o.Credentials.CredentialEpoch, bound: o.RevocationBound, timeout: EpochTimeout, maxWait: o.TTL, now: o.Now},
 		failures: newFailures(o.FailuresPerMinute, o.MaxEntries),
 		tokens:   map[[sha256.Size]byte]entra.Claims{},
 	}
