@@ -111,8 +111,7 @@ func New(o Options) *Authenticator {
 	o.RevocationBound = positive(o.RevocationBound, DefaultRevocationBound)
 	o.TTL = positive(o.TTL, DefaultTTL)
 	o.NegativeTTL = positive(o.NegativeTTL, DefaultNegativeTTL)
-	o.MaxEntries = max(o.MaxEntries, 0)
-	if o.MaxEntries == 0 {
+	if o.MaxEntries <= 0 {
 		o.MaxEntries = DefaultMaxEntries
 	}
 	if o.FailuresPerMinute <= 0 {
@@ -203,9 +202,11 @@ func (a *Authenticator) authenticate(ctx context.Context, src, cred string) (Pri
 	return p, err
 }
 
-// errThrottled answers a source that has used up its failures, for
-// anything the cache cannot answer.
-var errThrottled = fmt.Errorf("%w: too many failed attempts from this source; not looked up", ErrUnauthenticated)
+// throttled answers a source that has used up its failures, for anything
+// the cache cannot answer.
+func throttled() error {
+	return fmt.Errorf("%w: too many failed attempts from this source; not looked up", ErrUnauthenticated)
+}
 
 func (a *Authenticator) apiKey(ctx context.Context, src, key string) (Principal, error) {
 	id, secret, ok := tenant.ParseKey(key)
@@ -240,7 +241,7 @@ func (a *Authenticator) entraToken(ctx context.Context, src, token string) (Prin
 	a.mu.RUnlock()
 	if !ok || !now.Before(claims.Expires) {
 		if a.failures.blocked(src, now) {
-			return Principal{}, errThrottled
+			return Principal{}, throttled()
 		}
 		var err error
 		claims, err = a.o.Entra.Verify(ctx, token)
@@ -287,7 +288,7 @@ func (a *Authenticator) lookup(ctx context.Context, src string, c *cache, id str
 		return tenant.Credential{}, false, nil
 	}
 	if a.failures.blocked(src, now) {
-		return tenant.Credential{}, false, errThrottled
+		return tenant.Credential{}, false, throttled()
 	}
 	cred, err = read(ctx, id)
 	switch {
