@@ -36,8 +36,9 @@ func (c *clock) Add(d time.Duration) {
 // issuer is a key endpoint the test steers: what it answers, and whether
 // it hangs until released.
 type issuer struct {
-	srv     *httptest.Server
-	fetches atomic.Int32
+	srv      *httptest.Server
+	fetches  atomic.Int32
+	finished atomic.Int32 // requests answered or given up
 	// entered receives one value per request, once it has arrived.
 	entered chan struct{}
 
@@ -52,6 +53,7 @@ func newIssuer(t *testing.T, signers ...*entratest.Signer) *issuer {
 	is := &issuer{entered: make(chan struct{}, 10_000), status: http.StatusOK, doc: entratest.JWKS(signers...)}
 	is.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		is.fetches.Add(1)
+		defer is.finished.Add(1)
 		is.entered <- struct{}{}
 		is.mu.Lock()
 		status, doc, hang := is.status, is.doc, is.hang
@@ -218,8 +220,14 @@ func TestJWKS_ValidTokensNeverWaitOnAFetch(t *testing.T) {
 			case <-time.After(20 * time.Second):
 				t.Fatal("verifications of a known key waited on the hanging fetch")
 			}
-			if f := is.fetches.Load(); f != 2 {
-				t.Errorf("%d fetches, want the first and the one hanging", f)
+			// They completed while the fetch was still hanging, not after it.
+			if f, done := is.fetches.Load(), is.finished.Load(); f != 2 || done != 1 {
+				t.Errorf("%d fetches, %d finished; want the first done and one hanging", f, done)
+			}
+			select {
+			case err := <-waiter:
+				t.Fatalf("the token with the unknown kid was answered before its fetch was: %v", err)
+			default:
 			}
 			for _, err := range errs {
 				if err != nil {
