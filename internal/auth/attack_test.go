@@ -5,10 +5,13 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/offpath/offpath/internal/auth"
+	"github.com/offpath/offpath/internal/entra"
+	"github.com/offpath/offpath/internal/entra/entratest"
 	"github.com/offpath/offpath/internal/tenant"
 )
 
@@ -171,5 +174,49 @@ func TestAuthenticate_EpochUnreadableFallsBackToTTL(t *testing.T) {
 		if n, _ := store.readsOf(id); n != step.reads {
 			t.Errorf("at +%v: %d reads, want %d", step.advance, n, step.reads)
 		}
+	}
+}
+
+// TestAuthenticate_ThrottledSourceGetsNoTokenChecks: a source out of
+// failures gets no signature checked and no application looked up; a
+// token it presented before still works.
+func TestAuthenticate_ThrottledSourceGetsNoTokenChecks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := &clock{now: time.Now()}
+	store := newMemStore()
+	store.apps[appContoso] = tenant.Credential{TenantID: "contoso", State: tenant.Active}
+	signer := entratest.New(t, "k1")
+	v, err := entra.NewVerifier(entra.Options{Issuers: []string{entratest.Issuer}, Audiences: []string{entratest.Audience},
+		Keys: signer.Keys(), Now: clk.Now, AppOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := auth.New(auth.Options{Credentials: store, Entra: v, Now: clk.Now, FailuresPerMinute: 5})
+	from := func(token string) error {
+		r := request("Authorization", "Bearer "+token)
+		r.Header.Set("X-Forwarded-For", "203.0.113.7")
+		_, err := a.Authenticate(ctx, r)
+		return err
+	}
+	seen := signer.Token(t, entratest.Claims(appContoso, clk.Now()), nil)
+	if err := from(seen); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if err := from(signer.Token(t, entratest.Claims(appNobody, clk.Now()), nil)); !errors.Is(err, auth.ErrUnauthenticated) {
+			t.Fatalf("unmapped application: %v", err)
+		}
+	}
+	_, before := store.readsOf("")
+	fresh := signer.Token(t, entratest.Claims(appContoso, clk.Now().Add(time.Second)), nil)
+	if err := from(fresh); !errors.Is(err, auth.ErrUnauthenticated) || !strings.Contains(err.Error(), "too many failed attempts") {
+		t.Errorf("a new token from the throttled source = %v, want refused unchecked", err)
+	}
+	if err := from(seen); err != nil {
+		t.Errorf("the token seen before: %v", err)
+	}
+	if _, after := store.readsOf(""); after != before {
+		t.Errorf("%d reads while throttled", after-before)
 	}
 }
