@@ -1,5 +1,0 @@
-//go:build !race
-
-package auth_test
-
-const raceDetector = false
