@@ -49,7 +49,7 @@ type Handler struct {
 	AdminKeys      int                 `json:"admin_keys"`
 	// Entra enables Entra ID tokens for tenants; nil when not configured.
 	Entra *Entra `json:"entra,omitempty"`
-	// AuthCacheTTL is OFFPATH_AUTH_CACHE_TTL (default 30s, at most 10m):
+	// AuthCacheTTL is OFFPATH_AUTH_CACHE_TTL (default 30s, 1s to 10m):
 	// the longest a credential, once read, is used before it is read again,
 	// and so how long a change made elsewhere may take while the credential
 	// epoch cannot be read.

@@ -86,7 +86,7 @@ func (c *Handler) loadTenancy(getenv func(string) string, readFile func(string) 
 	}
 
 	var ttlErr, boundErr error
-	c.AuthCacheTTL, ttlErr = duration(getenv, "OFFPATH_AUTH_CACHE_TTL", 30*time.Second, time.Nanosecond, 10*time.Minute)
+	c.AuthCacheTTL, ttlErr = duration(getenv, "OFFPATH_AUTH_CACHE_TTL", 30*time.Second, time.Second, 10*time.Minute)
 	c.AuthRevocationBound, boundErr = duration(getenv, "OFFPATH_AUTH_REVOCATION_BOUND", 5*time.Second, time.Second, time.Minute)
 	for _, err := range []error{ttlErr, boundErr} {
 		if err != nil {
