@@ -54,9 +54,10 @@ type Handler struct {
 	// and so how long a change made elsewhere may take while the credential
 	// epoch cannot be read.
 	AuthCacheTTL time.Duration `json:"auth_cache_ttl"`
-	// AuthRevocationBound is OFFPATH_AUTH_REVOCATION_BOUND (default 5s,
-	// 1s to 1m, at most AuthCacheTTL): how soon a key revoked, a tenant
-	// suspended or an overlap ended anywhere is enforced by this instance.
+	// AuthRevocationBound is OFFPATH_AUTH_REVOCATION_BOUND (default 5s, or
+	// AuthCacheTTL if shorter; 1s to 1m, at most AuthCacheTTL): how soon a
+	// key revoked, a tenant suspended or an overlap ended anywhere is
+	// enforced by this instance.
 	AuthRevocationBound time.Duration `json:"auth_revocation_bound"`
 	// AuthFailuresPerMinute is OFFPATH_AUTH_FAILURES_PER_MINUTE (default
 	// 20, 1 to 10,000): failed authentications one client address may make

@@ -196,6 +196,15 @@ func TestLoadHandler_Tenancy(t *testing.T) {
 		{name: "plain admin key refused", env: with("AzureWebJobsStorage", "x=y", "OFFPATH_ADMIN_KEY_SHA256", "opa_abc"), wantErr: []string{"OFFPATH_ADMIN_KEY_SHA256", "not its SHA-256 digest"}},
 		{name: "half an Entra configuration", env: with("AzureWebJobsStorage", "x=y", "OFFPATH_ENTRA_AUDIENCES", "api://offpath"), wantErr: []string{"OFFPATH_ENTRA_ISSUERS is not set", "OFFPATH_ENTRA_JWKS_URL"}},
 		{name: "bad cache TTL", env: with("AzureWebJobsStorage", "x=y", "OFFPATH_AUTH_CACHE_TTL", "1h"), wantErr: []string{"OFFPATH_AUTH_CACHE_TTL"}},
+		{
+			name: "a short TTL shortens the default bound",
+			env:  with("AzureWebJobsStorage", "x=y", "OFFPATH_AUTH_CACHE_TTL", "2s"),
+			check: func(t *testing.T, h config.Handler) {
+				if h.AuthCacheTTL != 2*time.Second || h.AuthRevocationBound != 2*time.Second {
+					t.Errorf("got TTL %v, bound %v", h.AuthCacheTTL, h.AuthRevocationBound)
+				}
+			},
+		},
 		{name: "revocation bound below a second", env: with("AzureWebJobsStorage", "x=y", "OFFPATH_AUTH_REVOCATION_BOUND", "10ms"), wantErr: []string{"OFFPATH_AUTH_REVOCATION_BOUND"}},
 		{name: "revocation bound above the TTL", env: with("AzureWebJobsStorage", "x=y", "OFFPATH_AUTH_CACHE_TTL", "3s", "OFFPATH_AUTH_REVOCATION_BOUND", "4s"), wantErr: []string{"must not exceed OFFPATH_AUTH_CACHE_TTL"}},
 		{name: "failures per minute zero", env: with("AzureWebJobsStorage", "x=y", "OFFPATH_AUTH_FAILURES_PER_MINUTE", "0"), wantErr: []string{"OFFPATH_AUTH_FAILURES_PER_MINUTE"}},

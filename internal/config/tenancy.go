@@ -93,6 +93,9 @@ func (c *Handler) loadTenancy(getenv func(string) string, readFile func(string) 
 			errs = append(errs, err)
 		}
 	}
+	if getenv("OFFPATH_AUTH_REVOCATION_BOUND") == "" {
+		c.AuthRevocationBound = min(c.AuthRevocationBound, c.AuthCacheTTL)
+	}
 	if ttlErr == nil && boundErr == nil && c.AuthRevocationBound > c.AuthCacheTTL {
 		errs = append(errs, fmt.Errorf("OFFPATH_AUTH_REVOCATION_BOUND %v: must not exceed OFFPATH_AUTH_CACHE_TTL %v", c.AuthRevocationBound, c.AuthCacheTTL))
 	}
