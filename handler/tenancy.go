@@ -42,12 +42,14 @@ func newTenancy(cfg config.Handler) (tenancy, error) {
 	}
 	var verifier *entra.Verifier
 	if cfg.Entra != nil {
-		verifier, err = entra.NewVerifier(entra.Options{Issuers: cfg.Entra.Issuers, Audiences: cfg.Entra.Audiences, Keys: entra.NewJWKS(cfg.Entra.JWKSURL, nil)})
+		verifier, err = entra.NewVerifier(entra.Options{Issuers: cfg.Entra.Issuers, Audiences: cfg.Entra.Audiences,
+			Keys: entra.NewJWKS(cfg.Entra.JWKSURL, entra.JWKSOptions{}), AppOnly: cfg.Entra.AppOnly, Roles: cfg.Entra.Roles})
 		if err != nil {
 			return tenancy{}, err
 		}
 	}
-	t.auth = auth.New(auth.Options{Credentials: t.tenants, AdminKeyHashes: cfg.AdminKeyHashes, Entra: verifier, TTL: cfg.AuthCacheTTL})
+	t.auth = auth.New(auth.Options{Credentials: t.tenants, AdminKeyHashes: cfg.AdminKeyHashes, Entra: verifier,
+		TTL: cfg.AuthCacheTTL, RevocationBound: cfg.AuthRevocationBound, FailuresPerMinute: cfg.AuthFailuresPerMinute})
 	return t, nil
 }
 

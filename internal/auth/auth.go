@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -43,9 +44,24 @@ type Principal struct {
 type Credentials interface {
 	KeyCredential(ctx context.Context, keyID string) (tenant.Credential, error)
 	AppCredential(ctx context.Context, appID string) (tenant.Credential, error)
+	// CredentialEpoch changes whenever any tenant changes, anywhere.
+	CredentialEpoch(ctx context.Context) (string, error)
 }
 
-// Options configure an Authenticator.
+// Defaults of Options.
+const (
+	DefaultRevocationBound   = 5 * time.Second
+	DefaultTTL               = 30 * time.Second
+	DefaultNegativeTTL       = 5 * time.Second
+	DefaultMaxEntries        = 10_000
+	DefaultFailuresPerMinute = 20
+	// EpochTimeout bounds one read of the credential epoch: a request that
+	// finds the epoch older than the bound waits for a read up to this long,
+	// then falls back to the cache TTL.
+	EpochTimeout = 5 * time.Second
+)
+
+// Options configure an Authenticator. Zero values take the defaults.
 type Options struct {
 	Credentials Credentials
 	// AdminKeyHashes are SHA-256 digests of the valid admin keys (several
@@ -53,13 +69,24 @@ type Options struct {
 	AdminKeyHashes [][sha256.Size]byte
 	// Entra validates Entra ID tokens; nil refuses them.
 	Entra *entra.Verifier
-	// TTL is how long a looked-up credential is trusted. Default 30 s.
+	// RevocationBound is how soon a change made anywhere (a key revoked, a
+	// rotation's overlap cut short, a tenant suspended, an application id
+	// unmapped) is enforced here, while storage answers: the credential
+	// epoch is never trusted older than this. Default 5 s.
+	RevocationBound time.Duration
+	// TTL is the longest a looked-up credential is used before it is read
+	// again, and so the bound while the epoch cannot be read. Default 30 s.
 	TTL time.Duration
 	// NegativeTTL is how long "no such credential" is remembered, so that
-	// garbage keys do not each cost a read. Default 5 s.
+	// garbage ids do not each cost a read. Default 5 s.
 	NegativeTTL time.Duration
-	// MaxEntries bounds each cache; a full cache starts over. Default 10,000.
+	// MaxEntries bounds each cache (credentials, unknown ids, tokens, failing
+	// sources) on its own. Default 10,000.
 	MaxEntries int
+	// FailuresPerMinute is how many failed authentications one source may
+	// make in a burst, and a minute, before what it presents is answered
+	// from the cache alone. Default 20.
+	FailuresPerMinute int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -67,45 +94,59 @@ type Options struct {
 // Authenticator authenticates requests. It is safe for concurrent use.
 type Authenticator struct {
 	o Options
+	// dummy is checked against the secret presented with an unknown key
+	// id, so that an unknown id costs the same work as a wrong secret.
+	dummy    tenant.Key
+	verify   func(k *tenant.Key, secret string) bool // (*tenant.Key).Verify
+	keys     *cache                                  // by key id
+	apps     *cache                                  // by Entra application id
+	epoch    *epoch
+	failures *failures
 
-	// mu guards the caches; the maps themselves are never replaced.
 	mu     sync.RWMutex
-	keys   map[string]cached // by key id
-	apps   map[string]cached // by Entra application id
-	tokens map[[sha256.Size]byte]entra.Claims
-}
-
-type cached struct {
-	cred    tenant.Credential
-	missing bool
-	until   time.Time
+	tokens map[[sha256.Size]byte]entra.Claims // verified tokens
 }
 
 // New returns an Authenticator.
 func New(o Options) *Authenticator {
-	if o.TTL <= 0 {
-		o.TTL = 30 * time.Second
-	}
-	if o.NegativeTTL <= 0 {
-		o.NegativeTTL = 5 * time.Second
-	}
+	o.RevocationBound = positive(o.RevocationBound, DefaultRevocationBound)
+	o.TTL = positive(o.TTL, DefaultTTL)
+	o.NegativeTTL = positive(o.NegativeTTL, DefaultNegativeTTL)
 	if o.MaxEntries <= 0 {
-		o.MaxEntries = 10_000
+		o.MaxEntries = DefaultMaxEntries
+	}
+	if o.FailuresPerMinute <= 0 {
+		o.FailuresPerMinute = DefaultFailuresPerMinute
 	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Authenticator{o: o, keys: map[string]cached{}, apps: map[string]cached{}, tokens: map[[sha256.Size]byte]entra.Claims{}}
+	salt, hash := make([]byte, 16), make([]byte, sha256.Size)
+	_, _ = rand.Read(salt) // crypto/rand.Read does not fail
+	_, _ = rand.Read(hash)
+	return &Authenticator{
+		o:     o,
+		dummy: tenant.Key{Salt: salt, Hash: hash}, verify: (*tenant.Key).Verify,
+		keys: newCache(o.MaxEntries), apps: newCache(o.MaxEntries),
+		epoch:    &epoch{read: o.Credentials.CredentialEpoch, bound: o.RevocationBound, timeout: EpochTimeout, maxWait: o.TTL, now: o.Now},
+		failures: newFailures(o.FailuresPerMinute, o.MaxEntries),
+		tokens:   map[[sha256.Size]byte]entra.Claims{},
+	}
 }
 
-// Forget empties the caches, so that a change made through this process
+func positive(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// Forget drops what is cached, so that a change made through this process
 // (a suspension, a rotation) applies to its next request.
 func (a *Authenticator) Forget() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	clear(a.keys)
-	clear(a.apps)
-	clear(a.tokens)
+	a.epoch.invalidate()
+	a.keys.clear()
+	a.apps.clear()
 }
 
 // Authenticate returns the caller of r.
@@ -114,7 +155,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (Prin
 	if err != nil {
 		return Principal{}, err
 	}
-	return a.AuthenticateCredential(ctx, cred)
+	return a.authenticate(ctx, source(r), cred)
 }
 
 // credential extracts the presented credential: exactly one, from
@@ -139,29 +180,50 @@ func credential(h http.Header) (string, error) {
 	return token, nil
 }
 
-// AuthenticateCredential returns the principal a credential stands for.
+// AuthenticateCredential returns the principal a credential stands for,
+// presented from a source of its own.
 func (a *Authenticator) AuthenticateCredential(ctx context.Context, cred string) (Principal, error) {
-	switch {
-	case strings.HasPrefix(cred, tenant.KeyPrefix):
-		return a.apiKey(ctx, cred)
-	case strings.HasPrefix(cred, AdminKeyPrefix):
-		return a.adminKey(cred)
-	default:
-		return a.entraToken(ctx, cred)
-	}
+	return a.authenticate(ctx, "", cred)
 }
 
-func (a *Authenticator) apiKey(ctx context.Context, key string) (Principal, error) {
+func (a *Authenticator) authenticate(ctx context.Context, src, cred string) (Principal, error) {
+	var p Principal
+	var err error
+	switch {
+	case strings.HasPrefix(cred, tenant.KeyPrefix):
+		p, err = a.apiKey(ctx, src, cred)
+	case strings.HasPrefix(cred, AdminKeyPrefix):
+		p, err = a.adminKey(cred)
+	default:
+		p, err = a.entraToken(ctx, src, cred)
+	}
+	if errors.Is(err, ErrUnauthenticated) {
+		a.failures.fail(src, a.o.Now())
+	}
+	return p, err
+}
+
+// throttled answers a source that has used up its failures, for anything
+// the cache cannot answer.
+func throttled() error {
+	return fmt.Errorf("%w: too many failed attempts from this source; not looked up", ErrUnauthenticated)
+}
+
+func (a *Authenticator) apiKey(ctx context.Context, src, key string) (Principal, error) {
 	id, secret, ok := tenant.ParseKey(key)
 	if !ok {
 		return Principal{}, fmt.Errorf("%w: malformed API key", ErrUnauthenticated)
 	}
-	c, err := a.lookup(ctx, a.keys, id, a.o.Credentials.KeyCredential)
+	c, found, err := a.lookup(ctx, src, a.keys, id, a.o.Credentials.KeyCredential)
 	if err != nil {
 		return Principal{}, err
 	}
-	if !c.Key.Verify(secret) {
-		return Principal{}, fmt.Errorf("%w: wrong API key secret", ErrUnauthenticated)
+	k := a.dummy // an unknown id costs the same HMAC as a wrong secret
+	if found {
+		k = c.Key
+	}
+	if !a.verify(&k, secret) || !found {
+		return Principal{}, fmt.Errorf("%w: unknown API key or wrong secret", ErrUnauthenticated)
 	}
 	if !c.Key.ActiveAt(a.o.Now()) {
 		return Principal{}, fmt.Errorf("%w: API key expired after rotation", ErrUnauthenticated)
@@ -169,7 +231,7 @@ func (a *Authenticator) apiKey(ctx context.Context, key string) (Principal, erro
 	return principal(c, APIKey)
 }
 
-func (a *Authenticator) entraToken(ctx context.Context, token string) (Principal, error) {
+func (a *Authenticator) entraToken(ctx context.Context, src, token string) (Principal, error) {
 	if a.o.Entra == nil {
 		return Principal{}, fmt.Errorf("%w: Entra ID tokens are not configured", ErrUnauthenticated)
 	}
@@ -179,6 +241,9 @@ func (a *Authenticator) entraToken(ctx context.Context, token string) (Principal
 	claims, ok := a.tokens[sum]
 	a.mu.RUnlock()
 	if !ok || !now.Before(claims.Expires) {
+		if a.failures.blocked(src, now) {
+			return Principal{}, throttled()
+		}
 		var err error
 		claims, err = a.o.Entra.Verify(ctx, token)
 		switch {
@@ -194,9 +259,12 @@ func (a *Authenticator) entraToken(ctx context.Context, token string) (Principal
 		a.tokens[sum] = claims
 		a.mu.Unlock()
 	}
-	c, err := a.lookup(ctx, a.apps, claims.AppID, a.o.Credentials.AppCredential)
+	c, found, err := a.lookup(ctx, src, a.apps, claims.AppID, a.o.Credentials.AppCredential)
 	if err != nil {
 		return Principal{}, err
+	}
+	if !found {
+		return Principal{}, fmt.Errorf("%w: application not mapped to a tenant", ErrUnauthenticated)
 	}
 	return principal(c, Entra)
 }
@@ -208,34 +276,31 @@ func principal(c tenant.Credential, m Method) (Principal, error) {
 	return Principal{TenantID: c.TenantID, Method: m}, nil
 }
 
-// lookup returns a credential from cache or from storage.
-func (a *Authenticator) lookup(ctx context.Context, cache map[string]cached, id string,
-	read func(context.Context, string) (tenant.Credential, error)) (tenant.Credential, error) {
+// lookup returns a credential from cache or from storage; found is false
+// for an id that does not exist. A source out of failures is not looked up.
+func (a *Authenticator) lookup(ctx context.Context, src string, c *cache, id string,
+	read func(context.Context, string) (tenant.Credential, error)) (cred tenant.Credential, found bool, err error) {
+	gen := a.epoch.sync(ctx)
 	now := a.o.Now()
-	a.mu.RLock()
-	e, ok := cache[id]
-	a.mu.RUnlock()
-	if !ok || !now.Before(e.until) {
-		c, err := read(ctx, id)
-		switch {
-		case errors.Is(err, tenant.ErrNotFound):
-			e = cached{missing: true, until: now.Add(a.o.NegativeTTL)}
-		case err != nil:
-			return tenant.Credential{}, fmt.Errorf("look up credential: %w", err)
-		default:
-			e = cached{cred: c, until: now.Add(a.o.TTL)}
-		}
-		a.mu.Lock()
-		if len(cache) >= a.o.MaxEntries {
-			clear(cache)
-		}
-		cache[id] = e
-		a.mu.Unlock()
+	switch cred, got := c.get(id, gen, now, a.o.TTL); got {
+	case isFound:
+		return cred, true, nil
+	case isMissing:
+		return tenant.Credential{}, false, nil
 	}
-	if e.missing {
-		return tenant.Credential{}, fmt.Errorf("%w: unknown credential", ErrUnauthenticated)
+	if a.failures.blocked(src, now) {
+		return tenant.Credential{}, false, throttled()
 	}
-	return e.cred, nil
+	cred, err = read(ctx, id)
+	switch {
+	case errors.Is(err, tenant.ErrNotFound):
+		c.putMissing(id, gen, now.Add(min(a.o.NegativeTTL, a.o.TTL)))
+		return tenant.Credential{}, false, nil
+	case err != nil:
+		return tenant.Credential{}, false, fmt.Errorf("look up credential: %w", err)
+	}
+	c.putFound(id, cred, gen, now)
+	return cred, true, nil
 }
 
 // adminKey checks key against the configured admin key hashes in constant

@@ -107,3 +107,28 @@ func BenchmarkAuthenticate_EntraCold(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAuthenticate_WrongSecret and BenchmarkAuthenticate_UnknownKey
+// answer a refused API key from the cache: the same HMAC either way, so
+// the two figures should match.
+func BenchmarkAuthenticate_WrongSecret(b *testing.B) {
+	a, key, _ := benchSetup(b)
+	last := map[bool]string{true: "b", false: "a"}[key[len(key)-1] == 'a']
+	benchRefused(b, a, key[:len(key)-1]+last)
+}
+
+func BenchmarkAuthenticate_UnknownKey(b *testing.B) {
+	a, _, _ := benchSetup(b)
+	benchRefused(b, a, randomKey(b))
+}
+
+func benchRefused(b *testing.B, a *auth.Authenticator, key string) {
+	r := request("Authorization", "Bearer "+key)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := a.Authenticate(ctx, r); err == nil {
+			b.Fatal("accepted")
+		}
+	}
+}

@@ -13,12 +13,24 @@
 // already send). The credential's prefix says what it is: "opk_" a tenant
 // API key, "opa_" the admin key, anything else an Entra ID access token.
 //
-// Looked-up credentials are cached for a short TTL (30 s by default), so a
-// warm request costs a map lookup and one HMAC: a few microseconds. The
-// price is that a suspension or revocation made elsewhere takes up to the
-// TTL to reach every instance (Forget applies it at once to this one); key
-// expiry is checked on every request, so a rotated-out key stops at its
-// exact expiry.
+// Looked-up credentials are cached, so a warm request costs a map lookup
+// and one HMAC: a few microseconds. A change made anywhere (a key revoked,
+// a rotation's overlap cut short, a tenant suspended or reactivated, an
+// application id mapped or unmapped) is enforced by every instance within
+// the revocation bound (5 s by default): storage keeps a credential epoch
+// that moves with every tenant change, each instance reads it in the
+// background, and never trusts it older than the bound; a move drops every
+// cached entry. While the epoch cannot be read, cached entries live out
+// their TTL (30 s by default) and no longer. Forget applies a change made
+// through this instance at once; key expiry is checked on every request,
+// so a rotated-out key stops at its exact expiry.
+//
+// Hostile input is kept from storage: ids that do not exist are cached
+// apart from genuine credentials (a flood of made-up ids cannot evict
+// them), an unknown key id costs the same HMAC as a wrong secret, and a
+// source (the last X-Forwarded-For entry, else the peer) that has failed
+// FailuresPerMinute times gets answers from the cache only until its
+// budget refills.
 //
 // Nothing in this package logs, and no error it returns contains a
 // credential or any part of one.

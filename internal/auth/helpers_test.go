@@ -29,11 +29,12 @@ var seq atomic.Int64
 // newStore returns a tenant store on a fresh table of the shared Azurite.
 func newStore(tb testing.TB) *tablestore.Tenants {
 	tb.Helper()
-	svc, err := tablestore.NewServiceClient(tablestore.Connection{ConnectionString: shared.Get(tb).ConnectionString()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return tablestore.NewTenants(svc, fmt.Sprintf("auth%d%d", time.Now().UnixNano()%1_000_000_000, seq.Add(1)))
+	return tenantsOn(tb, tableName())
+}
+
+// tableName is a fresh table name.
+func tableName() string {
+	return fmt.Sprintf("auth%d%d", time.Now().UnixNano()%1_000_000_000, seq.Add(1))
 }
 
 // clock is a settable test clock.
@@ -63,4 +64,65 @@ func seed(tb testing.TB, s *tablestore.Tenants, id string, now time.Time, apps .
 		tb.Fatal(err)
 	}
 	return plain
+}
+
+// memStore is an in-memory Credentials that counts its reads, for tests
+// that present thousands of credentials.
+type memStore struct {
+	mu       sync.Mutex
+	keys     map[string]tenant.Credential
+	apps     map[string]tenant.Credential
+	epoch    string
+	epochErr error
+	reads    map[string]int // by id
+	total    int
+}
+
+func newMemStore() *memStore {
+	return &memStore{keys: map[string]tenant.Credential{}, apps: map[string]tenant.Credential{}, reads: map[string]int{}}
+}
+
+// addKey makes an active tenant's key and returns the plain key.
+func (m *memStore) addKey(tb testing.TB, tenantID string, now time.Time) (plain, id string) {
+	tb.Helper()
+	plain, k, err := tenant.NewKey(rand.Reader, now)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.keys[k.ID] = tenant.Credential{TenantID: tenantID, State: tenant.Active, Key: k}
+	return plain, k.ID
+}
+
+func (m *memStore) get(set map[string]tenant.Credential, id string) (tenant.Credential, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.reads[id]++
+	m.total++
+	if c, ok := set[id]; ok {
+		return c, nil
+	}
+	return tenant.Credential{}, tenant.ErrNotFound
+}
+
+func (m *memStore) KeyCredential(_ context.Context, id string) (tenant.Credential, error) {
+	return m.get(m.keys, id)
+}
+
+func (m *memStore) AppCredential(_ context.Context, id string) (tenant.Credential, error) {
+	return m.get(m.apps, id)
+}
+
+func (m *memStore) CredentialEpoch(context.Context) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.epoch, m.epochErr
+}
+
+// readsOf returns how often id was read, and all reads.
+func (m *memStore) readsOf(id string) (int, int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.reads[id], m.total
 }

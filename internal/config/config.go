@@ -49,10 +49,20 @@ type Handler struct {
 	AdminKeys      int                 `json:"admin_keys"`
 	// Entra enables Entra ID tokens for tenants; nil when not configured.
 	Entra *Entra `json:"entra,omitempty"`
-	// AuthCacheTTL is OFFPATH_AUTH_CACHE_TTL (default 30s): how long a
-	// credential, once read, is trusted; how long a suspension made on
-	// another instance takes to apply here.
+	// AuthCacheTTL is OFFPATH_AUTH_CACHE_TTL (default 30s, 1s to 10m):
+	// the longest a credential, once read, is used before it is read again,
+	// and so how long a change made elsewhere may take while the credential
+	// epoch cannot be read.
 	AuthCacheTTL time.Duration `json:"auth_cache_ttl"`
+	// AuthRevocationBound is OFFPATH_AUTH_REVOCATION_BOUND (default 5s, or
+	// AuthCacheTTL if shorter; 1s to 1m, at most AuthCacheTTL): how soon a
+	// key revoked, a tenant suspended or an overlap ended anywhere is
+	// enforced by this instance.
+	AuthRevocationBound time.Duration `json:"auth_revocation_bound"`
+	// AuthFailuresPerMinute is OFFPATH_AUTH_FAILURES_PER_MINUTE (default
+	// 20, 1 to 10,000): failed authentications one client address may make
+	// in a burst, and a minute, before it is answered from the cache only.
+	AuthFailuresPerMinute int `json:"auth_failures_per_minute"`
 	// Batch configures the batch control plane; nil without
 	// OFFPATH_AOAI_ENDPOINT (see Batch).
 	Batch *Batch `json:"batch,omitempty"`

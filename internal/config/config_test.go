@@ -140,7 +140,8 @@ func TestLoadHandler_Tenancy(t *testing.T) {
 			env:  with("AzureWebJobsStorage", "UseDevelopmentStorage=true", "OFFPATH_ADMIN_KEY_SHA256", digest),
 			check: func(t *testing.T, h config.Handler) {
 				if h.Storage.Setting != "AzureWebJobsStorage" || h.Storage.ConnectionString == "" || h.Catalog == nil || len(h.Catalog.Names()) != 4 ||
-					h.AdminKeys != 1 || h.Entra != nil || h.AuthCacheTTL != 30*time.Second || !strings.HasSuffix(h.ModelsSource, "models.json") {
+					h.AdminKeys != 1 || h.Entra != nil || h.AuthCacheTTL != 30*time.Second || !strings.HasSuffix(h.ModelsSource, "models.json") ||
+					h.AuthRevocationBound != 5*time.Second || h.AuthFailuresPerMinute != 20 {
 					t.Errorf("got %+v", h)
 				}
 			},
@@ -156,8 +157,22 @@ func TestLoadHandler_Tenancy(t *testing.T) {
 			check: func(t *testing.T, h config.Handler) {
 				if h.Storage.Setting != "OFFPATH_STORAGE" || h.Storage.TableServiceURL != "https://offpathdata.table.core.windows.net" ||
 					h.Storage.ConnectionString != "" || h.Storage.ClientID == "" || h.ModelsSource != "OFFPATH_MODELS" ||
-					strings.Join(h.Catalog.Names(), ",") != "only" || h.Entra == nil || len(h.Entra.Issuers) != 2 || h.AuthCacheTTL != 5*time.Second {
+					strings.Join(h.Catalog.Names(), ",") != "only" || h.Entra == nil || len(h.Entra.Issuers) != 2 || h.AuthCacheTTL != 5*time.Second ||
+					!h.Entra.AppOnly || len(h.Entra.Roles) != 0 {
 					t.Errorf("got %+v / %+v", h.Storage, h.Entra)
+				}
+			},
+		},
+		{
+			name: "auth settings",
+			env: with("AzureWebJobsStorage", "x=y", "OFFPATH_AUTH_REVOCATION_BOUND", "2s", "OFFPATH_AUTH_FAILURES_PER_MINUTE", "100",
+				"OFFPATH_ENTRA_ISSUERS", "https://login.microsoftonline.com/t/v2.0", "OFFPATH_ENTRA_AUDIENCES", "api://offpath",
+				"OFFPATH_ENTRA_JWKS_URL", "https://login.microsoftonline.com/t/discovery/v2.0/keys",
+				"OFFPATH_ENTRA_APP_ONLY", "false", "OFFPATH_ENTRA_ROLES", "Offpath.Tenant, Offpath.Batch"),
+			check: func(t *testing.T, h config.Handler) {
+				if h.AuthRevocationBound != 2*time.Second || h.AuthFailuresPerMinute != 100 || h.Entra.AppOnly ||
+					strings.Join(h.Entra.Roles, ",") != "Offpath.Tenant,Offpath.Batch" {
+					t.Errorf("got %v %v %+v", h.AuthRevocationBound, h.AuthFailuresPerMinute, h.Entra)
 				}
 			},
 		},
@@ -181,6 +196,20 @@ func TestLoadHandler_Tenancy(t *testing.T) {
 		{name: "plain admin key refused", env: with("AzureWebJobsStorage", "x=y", "OFFPATH_ADMIN_KEY_SHA256", "opa_abc"), wantErr: []string{"OFFPATH_ADMIN_KEY_SHA256", "not its SHA-256 digest"}},
 		{name: "half an Entra configuration", env: with("AzureWebJobsStorage", "x=y", "OFFPATH_ENTRA_AUDIENCES", "api://offpath"), wantErr: []string{"OFFPATH_ENTRA_ISSUERS is not set", "OFFPATH_ENTRA_JWKS_URL"}},
 		{name: "bad cache TTL", env: with("AzureWebJobsStorage", "x=y", "OFFPATH_AUTH_CACHE_TTL", "1h"), wantErr: []string{"OFFPATH_AUTH_CACHE_TTL"}},
+		{
+			name: "a short TTL shortens the default bound",
+			env:  with("AzureWebJobsStorage", "x=y", "OFFPATH_AUTH_CACHE_TTL", "2s"),
+			check: func(t *testing.T, h config.Handler) {
+				if h.AuthCacheTTL != 2*time.Second || h.AuthRevocationBound != 2*time.Second {
+					t.Errorf("got TTL %v, bound %v", h.AuthCacheTTL, h.AuthRevocationBound)
+				}
+			},
+		},
+		{name: "revocation bound below a second", env: with("AzureWebJobsStorage", "x=y", "OFFPATH_AUTH_REVOCATION_BOUND", "10ms"), wantErr: []string{"OFFPATH_AUTH_REVOCATION_BOUND"}},
+		{name: "revocation bound above the TTL", env: with("AzureWebJobsStorage", "x=y", "OFFPATH_AUTH_CACHE_TTL", "3s", "OFFPATH_AUTH_REVOCATION_BOUND", "4s"), wantErr: []string{"must not exceed OFFPATH_AUTH_CACHE_TTL"}},
+		{name: "failures per minute zero", env: with("AzureWebJobsStorage", "x=y", "OFFPATH_AUTH_FAILURES_PER_MINUTE", "0"), wantErr: []string{"OFFPATH_AUTH_FAILURES_PER_MINUTE"}},
+		{name: "app only not a boolean", env: with("AzureWebJobsStorage", "x=y", "OFFPATH_ENTRA_ISSUERS", "https://i/v2.0", "OFFPATH_ENTRA_AUDIENCES", "api://offpath",
+			"OFFPATH_ENTRA_JWKS_URL", "https://login.microsoftonline.com/t/discovery/v2.0/keys", "OFFPATH_ENTRA_APP_ONLY", "maybe"), wantErr: []string{"OFFPATH_ENTRA_APP_ONLY"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

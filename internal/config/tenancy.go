@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,6 +43,13 @@ type Entra struct {
 	// JWKSURL is OFFPATH_ENTRA_JWKS_URL, e.g.
 	// https://login.microsoftonline.com/<directory id>/discovery/v2.0/keys.
 	JWKSURL string `json:"jwks_url"`
+	// AppOnly is OFFPATH_ENTRA_APP_ONLY (default true): accept application
+	// tokens only (no scp; idtyp "app", or one of Roles), never a user's
+	// delegated token through a mapped client application.
+	AppOnly bool `json:"app_only"`
+	// Roles is OFFPATH_ENTRA_ROLES, comma-separated: app roles of which an
+	// application token must carry one (then idtyp is not needed).
+	Roles []string `json:"roles,omitempty"`
 }
 
 // loadTenancy reads what the tenants, the ledger and authentication need.
@@ -77,16 +85,43 @@ func (c *Handler) loadTenancy(getenv func(string) string, readFile func(string) 
 		errs = append(errs, err)
 	}
 
-	c.AuthCacheTTL = 30 * time.Second
-	if s := getenv("OFFPATH_AUTH_CACHE_TTL"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 || d > 10*time.Minute {
-			errs = append(errs, fmt.Errorf("OFFPATH_AUTH_CACHE_TTL %q: must be a duration above 0 and at most 10m", s))
+	var ttlErr, boundErr error
+	c.AuthCacheTTL, ttlErr = duration(getenv, "OFFPATH_AUTH_CACHE_TTL", 30*time.Second, time.Second, 10*time.Minute)
+	c.AuthRevocationBound, boundErr = duration(getenv, "OFFPATH_AUTH_REVOCATION_BOUND", 5*time.Second, time.Second, time.Minute)
+	for _, err := range []error{ttlErr, boundErr} {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if getenv("OFFPATH_AUTH_REVOCATION_BOUND") == "" {
+		c.AuthRevocationBound = min(c.AuthRevocationBound, c.AuthCacheTTL)
+	}
+	if ttlErr == nil && boundErr == nil && c.AuthRevocationBound > c.AuthCacheTTL {
+		errs = append(errs, fmt.Errorf("OFFPATH_AUTH_REVOCATION_BOUND %v: must not exceed OFFPATH_AUTH_CACHE_TTL %v", c.AuthRevocationBound, c.AuthCacheTTL))
+	}
+	c.AuthFailuresPerMinute = 20
+	if s := getenv("OFFPATH_AUTH_FAILURES_PER_MINUTE"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 10_000 {
+			errs = append(errs, fmt.Errorf("OFFPATH_AUTH_FAILURES_PER_MINUTE %q: must be a whole number from 1 to 10000", s))
 		} else {
-			c.AuthCacheTTL = d
+			c.AuthFailuresPerMinute = n
 		}
 	}
 	return errs
+}
+
+// duration reads a duration setting in [lo, hi], def when unset.
+func duration(getenv func(string) string, name string, def, lo, hi time.Duration) (time.Duration, error) {
+	s := getenv(name)
+	if s == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < lo || d > hi {
+		return def, fmt.Errorf("%s %q: must be a duration from %v to %v", name, s, lo, hi)
+	}
+	return d, nil
 }
 
 func loadStorage(getenv func(string) string) (Storage, error) {
@@ -136,7 +171,15 @@ func loadEntra(getenv func(string) string) (*Entra, error) {
 	if u, err := url.Parse(jwks); jwks == "" || err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopback(u.Hostname()))) {
 		errs = append(errs, fmt.Errorf("OFFPATH_ENTRA_JWKS_URL %q: must be an https URL (http only on loopback)", jwks))
 	}
-	return &Entra{Issuers: issuers, Audiences: audiences, JWKSURL: jwks}, errors.Join(errs...)
+	appOnly := true
+	switch v := strings.ToLower(strings.TrimSpace(getenv("OFFPATH_ENTRA_APP_ONLY"))); v {
+	case "", "true", "1":
+	case "false", "0":
+		appOnly = false
+	default:
+		errs = append(errs, fmt.Errorf("OFFPATH_ENTRA_APP_ONLY %q: must be true or false", v))
+	}
+	return &Entra{Issuers: issuers, Audiences: audiences, JWKSURL: jwks, AppOnly: appOnly, Roles: list(getenv("OFFPATH_ENTRA_ROLES"))}, errors.Join(errs...)
 }
 
 func list(s string) []string {

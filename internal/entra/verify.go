@@ -2,6 +2,7 @@ package entra
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto"
 	"crypto/rsa"
@@ -10,10 +11,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // ErrInvalidToken: the token is malformed, forged, expired, not yet valid,
@@ -38,6 +42,12 @@ type Claims struct {
 	// TenantID is the Entra directory (tid), not an offpath tenant.
 	TenantID string
 	Expires  time.Time
+	// IDType is idtyp ("app" or "user"), an optional claim the application
+	// registration may ask for; Scope is scp, present in delegated tokens
+	// only; Roles are the app roles granted.
+	IDType string
+	Scope  string
+	Roles  []string
 }
 
 // KeySet finds a signing key by its key id (the token header's kid).
@@ -59,6 +69,14 @@ type Options struct {
 	Leeway time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// AppOnly accepts application tokens only (the client credentials
+	// flow): a token with scp, or idtyp "user", is refused, and the token
+	// must carry one of Roles in roles, or idtyp "app" when Roles is empty.
+	// Without it a client application's delegated token (a user signed in
+	// to it) counts as the application.
+	AppOnly bool
+	// Roles are the app roles that admit an application token (any one).
+	Roles []string
 }
 
 // Verifier validates tokens. It is safe for concurrent use.
@@ -80,23 +98,6 @@ func NewVerifier(o Options) (*Verifier, error) {
 	return &Verifier{o: o}, nil
 }
 
-type header struct {
-	Alg string `json:"alg"`
-	Kid string `json:"kid"`
-	Typ string `json:"typ"`
-}
-
-type claimsJSON struct {
-	Iss   string          `json:"iss"`
-	Aud   json.RawMessage `json:"aud"`
-	Sub   string          `json:"sub"`
-	Tid   string          `json:"tid"`
-	Azp   string          `json:"azp"`
-	AppID string          `json:"appid"`
-	Exp   *json.Number    `json:"exp"`
-	Nbf   *json.Number    `json:"nbf"`
-}
-
 // Verify checks token and returns its claims, or an error wrapping
 // ErrInvalidToken (or ErrKeysUnavailable).
 func (v *Verifier) Verify(ctx context.Context, token string) (Claims, error) {
@@ -108,21 +109,26 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Claims, error) {
 	if !ok1 || !ok2 || strings.Contains(s64, ".") {
 		return Claims{}, invalid("not three dot-separated parts")
 	}
-	var h header
-	if err := decodePart(h64, &h); err != nil {
+	h, err := decodePart(h64)
+	if err != nil {
 		return Claims{}, invalid("header: %v", err)
 	}
-	if h.Alg != "RS256" {
-		return Claims{}, invalid("alg %q is not RS256", clip(h.Alg))
+	alg, err := h.str("alg")
+	if err != nil || alg != "RS256" {
+		return Claims{}, invalid("alg %q is not RS256", clip(alg))
 	}
-	if h.Kid == "" {
+	kid, err := h.str("kid")
+	if err != nil || kid == "" {
 		return Claims{}, invalid("no kid in header")
+	}
+	if _, ok := h["crit"]; ok {
+		return Claims{}, invalid("header names critical extensions")
 	}
 	sig, err := base64.RawURLEncoding.DecodeString(s64)
 	if err != nil {
 		return Claims{}, invalid("signature is not base64url")
 	}
-	key, err := v.o.Keys.Key(ctx, h.Kid)
+	key, err := v.o.Keys.Key(ctx, kid)
 	if err != nil {
 		return Claims{}, err
 	}
@@ -130,66 +136,183 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Claims, error) {
 	if err := rsa.VerifyPKCS1v15(key, crypto.SHA256, digest[:], sig); err != nil {
 		return Claims{}, invalid("bad signature")
 	}
-
-	var c claimsJSON
-	if err := decodePart(c64, &c); err != nil {
+	c, err := decodePart(c64)
+	if err != nil {
 		return Claims{}, invalid("claims: %v", err)
 	}
+	return v.check(c)
+}
+
+// check applies the rules to a genuine token's claims.
+func (v *Verifier) check(c object) (Claims, error) {
 	now := v.o.Now()
-	exp, err := numericDate(c.Exp)
-	if err != nil || c.Exp == nil {
-		return Claims{}, invalid("exp missing or malformed")
+	exp, err := c.date("exp")
+	if err != nil || exp.IsZero() {
+		return Claims{}, invalid("exp missing or not a number")
 	}
 	if !now.Before(exp.Add(v.o.Leeway)) {
 		return Claims{}, invalid("expired at %s", exp.UTC().Format(time.RFC3339))
 	}
-	if c.Nbf != nil {
-		nbf, err := numericDate(c.Nbf)
-		if err != nil {
-			return Claims{}, invalid("nbf malformed")
-		}
-		if now.Add(v.o.Leeway).Before(nbf) {
-			return Claims{}, invalid("not valid before %s", nbf.UTC().Format(time.RFC3339))
-		}
+	nbf, err := c.date("nbf")
+	if err != nil {
+		return Claims{}, invalid("nbf is not a number")
 	}
-	if !slices.Contains(v.o.Issuers, c.Iss) {
-		return Claims{}, invalid("issuer %q is not accepted", clip(c.Iss))
+	if !nbf.IsZero() && now.Add(v.o.Leeway).Before(nbf) {
+		return Claims{}, invalid("not valid before %s", nbf.UTC().Format(time.RFC3339))
 	}
-	aud, err := audience(c.Aud, v.o.Audiences)
+	iss, err := c.str("iss")
+	if err != nil || !slices.Contains(v.o.Issuers, iss) {
+		return Claims{}, invalid("issuer %q is not accepted", clip(iss))
+	}
+	aud, err := audience(c, v.o.Audiences)
 	if err != nil {
 		return Claims{}, err
 	}
-	app := c.Azp
-	if app == "" {
-		app = c.AppID
+	var out Claims
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"sub", &out.Subject}, {"tid", &out.TenantID}, {"idtyp", &out.IDType}, {"scp", &out.Scope}} {
+		if *f.dst, err = c.str(f.name); err != nil {
+			return Claims{}, invalid("%s is not a string", f.name)
+		}
 	}
+	if out.Roles, err = c.strs("roles"); err != nil {
+		return Claims{}, invalid("roles is not a list of strings")
+	}
+	azp, err1 := c.str("azp")
+	appid, err2 := c.str("appid")
+	if err1 != nil || err2 != nil || (azp != "" && appid != "" && !strings.EqualFold(azp, appid)) {
+		return Claims{}, invalid("azp and appid malformed or disagreeing")
+	}
+	app := cmp.Or(azp, appid)
 	if app == "" {
 		return Claims{}, invalid("no azp or appid claim")
 	}
-	return Claims{AppID: strings.ToLower(app), Issuer: c.Iss, Audience: aud, Subject: c.Sub, TenantID: c.Tid, Expires: exp}, nil
+	if v.o.AppOnly {
+		if err := v.application(out); err != nil {
+			return Claims{}, err
+		}
+	}
+	out.AppID, out.Issuer, out.Audience, out.Expires = strings.ToLower(app), iss, aud, exp
+	return out, nil
 }
 
-func decodePart(s string, v any) error {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return errors.New("not base64url")
+// application refuses tokens issued to a user (delegated tokens): a client
+// application acting for someone is not the application itself.
+func (v *Verifier) application(c Claims) error {
+	if c.Scope != "" || c.IDType == "user" {
+		return invalid("a delegated (user) token, not an application token")
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		return errors.New("not a JSON object")
+	if len(v.o.Roles) > 0 {
+		for _, r := range c.Roles {
+			if slices.Contains(v.o.Roles, r) {
+				return nil
+			}
+		}
+		return invalid("no required role in roles")
+	}
+	if c.IDType != "app" {
+		return invalid("idtyp is not app")
 	}
 	return nil
 }
 
-// audience returns the accepted audience among the token's aud (a string
-// or an array of strings).
-func audience(raw json.RawMessage, accepted []string) (string, error) {
+// object is a JSON object decoded strictly: exact member names, each once,
+// nothing after it.
+type object map[string]json.RawMessage
+
+func decodePart(s string) (object, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, errors.New("not base64url")
+	}
+	if !utf8.Valid(b) {
+		return nil, errors.New("not UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, errors.New("not a JSON object")
+	}
+	o := object{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, errors.New("not a JSON object")
+		}
+		name, _ := t.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, errors.New("not a JSON object")
+		}
+		if _, dup := o[name]; dup {
+			return nil, fmt.Errorf("member %q appears twice", clip(name))
+		}
+		o[name] = raw
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return nil, errors.New("not a JSON object")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("data after the JSON object")
+	}
+	return o, nil
+}
+
+// str is the named member as a string; "" if absent, an error if it is
+// anything but a string.
+func (o object) str(name string) (string, error) {
+	raw, ok := o[name]
+	if !ok {
+		return "", nil
+	}
+	var s string
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return "", errors.New("not a string")
+	}
+	return s, nil
+}
+
+// strs is the named member as a list of strings; nil if absent.
+func (o object) strs(name string) ([]string, error) {
+	raw, ok := o[name]
+	if !ok {
+		return nil, nil
+	}
 	var list []string
-	var one string
-	if err := json.Unmarshal(raw, &one); err == nil {
-		list = []string{one}
-	} else if err := json.Unmarshal(raw, &list); err != nil {
+	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &list) != nil || slices.Contains(list, "") {
+		return nil, errors.New("not a list of strings")
+	}
+	return list, nil
+}
+
+// date is the named member as a NumericDate (seconds since the epoch, a
+// JSON number: never a string); zero if absent.
+func (o object) date(name string) (time.Time, error) {
+	raw, ok := o[name]
+	if !ok {
+		return time.Time{}, nil
+	}
+	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
+		return time.Time{}, errors.New("not a number")
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || math.IsNaN(f) || f <= 0 || f > 1e11 {
+		return time.Time{}, errors.New("not a date")
+	}
+	sec, frac := math.Modf(f)
+	return time.Unix(int64(sec), int64(frac*1e9)), nil
+}
+
+// audience returns the accepted audience among the token's aud (a string
+// or a list of strings).
+func audience(c object, accepted []string) (string, error) {
+	list, err := c.strs("aud")
+	if err != nil {
+		one, serr := c.str("aud")
+		list, err = []string{one}, serr
+	}
+	if err != nil || len(list) == 0 || list[0] == "" {
 		return "", invalid("aud missing or malformed")
 	}
 	for _, a := range list {
@@ -198,18 +321,6 @@ func audience(raw json.RawMessage, accepted []string) (string, error) {
 		}
 	}
 	return "", invalid("audience is not accepted")
-}
-
-func numericDate(n *json.Number) (time.Time, error) {
-	if n == nil {
-		return time.Time{}, nil
-	}
-	f, err := n.Float64()
-	if err != nil || math.IsNaN(f) || f < 0 || f > 1e11 {
-		return time.Time{}, errors.New("not a date")
-	}
-	sec, frac := math.Modf(f)
-	return time.Unix(int64(sec), int64(frac*1e9)), nil
 }
 
 func invalid(format string, args ...any) error {

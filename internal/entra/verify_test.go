@@ -2,13 +2,10 @@ package entra_test
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
+	"encoding/json"
 	"errors"
-	"net/http"
-	"net/http/httptest"
+	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,6 +66,44 @@ func TestVerifier_Verify(t *testing.T) {
 	evil := signer.Token(t, entratest.Claims("99999999-9999-9999-9999-999999999999", now), nil)
 	tests = append(tests, struct{ name, token, wantErr string }{"claims swapped", parts[0] + "." + strings.Split(evil, ".")[1] + "." + parts[2], "bad signature"})
 
+	// Claims read strictly: what encoding/json would let through is refused.
+	good, err := json.Marshal(entratest.Claims(app, now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := strings.TrimSuffix(string(good), "}")
+	exp, nbf := strconv.FormatInt(now.Add(time.Hour).Unix(), 10), strconv.FormatInt(now.Add(-time.Minute).Unix(), 10)
+	for _, c := range []struct{ name, claims, wantErr string }{
+		{"raw claims as encoded", string(good), ""},
+		{"trailing data after the claims", string(good) + `{"aud":"api://other"}`, "data after"},
+		{"trailing garbage after the claims", string(good) + " x", "data after"},
+		{"a claim twice", body + `,"azp":"99999999-9999-9999-9999-999999999999"}`, "twice"},
+		{"claim name in another case", body + `,"ISS":"https://evil.example/v2.0"}`, ""}, // an unknown claim, ignored: iss stays the genuine one
+		{"only an upper-case exp", strings.Replace(string(good), `"exp":`, `"EXP":`, 1), "exp missing"},
+		{"only an upper-case aud", strings.Replace(string(good), `"aud":`, `"Aud":`, 1), "aud missing"},
+		{"exp as a string", strings.Replace(string(good), `"exp":`+exp, `"exp":"`+exp+`"`, 1), "exp missing"},
+		{"nbf as a string", strings.Replace(string(good), `"nbf":`+nbf, `"nbf":"`+nbf+`"`, 1), "nbf is not a number"},
+		{"exp as true", strings.Replace(string(good), `"exp":`+exp, `"exp":true`, 1), "exp missing"},
+		{"iss as a list", strings.Replace(string(good), `"iss":"`+entratest.Issuer+`"`, `"iss":["`+entratest.Issuer+`"]`, 1), "issuer"},
+		{"aud as a number", strings.Replace(string(good), `"aud":"`+entratest.Audience+`"`, `"aud":7`, 1), "aud missing"},
+		{"roles not a list", body + `,"roles":"Tenant"}`, "roles"},
+		{"azp and appid disagree", body + `,"appid":"99999999-9999-9999-9999-999999999999"}`, "disagreeing"},
+		{"claims not an object", `["iss"]`, "not a JSON object"},
+		{"claims with an escaped character", body + `,"name":"\u00ff"}`, ""},
+		{"claims with a raw invalid byte", body + ",\"name\":\"\xff\"}", "UTF-8"},
+	} {
+		tests = append(tests, struct{ name, token, wantErr string }{c.name, signer.TokenRaw(t, c.claims), c.wantErr})
+	}
+	for _, c := range []struct{ name, header, wantErr string }{
+		{"header with data after it", `{"alg":"RS256","kid":"k1"}{"alg":"none"}`, "data after"},
+		{"header alg twice", `{"alg":"none","alg":"RS256","kid":"k1"}`, "twice"},
+		{"header ALG in upper case", `{"ALG":"RS256","kid":"k1"}`, "not RS256"},
+		{"header kid as a number", `{"alg":"RS256","kid":1}`, "no kid"},
+		{"header with crit", `{"alg":"RS256","kid":"k1","crit":["exp"]}`, "critical"},
+	} {
+		tests = append(tests, struct{ name, token, wantErr string }{c.name, signer.TokenWithHeader(t, c.header, entratest.Claims(app, now)), c.wantErr})
+	}
+
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -92,82 +127,66 @@ func TestVerifier_Verify(t *testing.T) {
 	}
 }
 
-func TestJWKS_FetchesAndRollsOver(t *testing.T) {
-	t.Parallel()
-	now := time.Now()
-	k1, k2 := entratest.New(t, "k1"), entratest.New(t, "k2")
-	var published atomic.Pointer[[]byte]
-	doc := entratest.JWKS(k1)
-	published.Store(&doc)
-	var fetches atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fetches.Add(1)
-		_, _ = w.Write(*published.Load())
-	}))
-	defer srv.Close()
-	v, err := entra.NewVerifier(entra.Options{Issuers: []string{entratest.Issuer}, Audiences: []string{entratest.Audience}, Keys: entra.NewJWKS(srv.URL, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	for range 3 {
-		if _, err := v.Verify(ctx, k1.Token(t, entratest.Claims(app, now), nil)); err != nil {
-			t.Fatalf("Verify(k1) = %v", err)
-		}
-	}
-	if fetches.Load() != 1 {
-		t.Errorf("fetched the keys %d times for three tokens, want once", fetches.Load())
-	}
-	// The issuer rolls over to k2: a token with an unknown kid triggers one refetch.
-	doc2 := entratest.JWKS(k1, k2)
-	published.Store(&doc2)
-	// The refetch is rate-limited to once per five minutes; the first fetch
-	// just happened, so this token waits.
-	if _, err := v.Verify(ctx, k2.Token(t, entratest.Claims(app, now), nil)); !errors.Is(err, entra.ErrInvalidToken) {
-		t.Errorf("Verify(k2) right after a fetch = %v, want unknown key", err)
-	}
-}
-
-func TestJWKS_RefetchesUnknownKid(t *testing.T) {
-	t.Parallel()
-	k1, k2 := entratest.New(t, "k1"), entratest.New(t, "k2")
-	url := entratest.Serve(t, k1, k2)
-	keys := entra.NewJWKS(url, nil)
-	if _, err := keys.Key(context.Background(), "k2"); err != nil {
-		t.Fatalf("Key(k2) = %v", err)
-	}
-	if _, err := keys.Key(context.Background(), "k3"); !errors.Is(err, entra.ErrInvalidToken) {
-		t.Errorf("Key(k3) = %v, want unknown key", err)
-	}
-}
-
-func TestJWKS_Unreachable(t *testing.T) {
-	t.Parallel()
-	srv := httptest.NewServer(http.NotFoundHandler())
-	url := srv.URL
-	srv.Close()
-	_, err := entra.NewJWKS(url, nil).Key(context.Background(), "k1")
-	if !errors.Is(err, entra.ErrKeysUnavailable) || errors.Is(err, entra.ErrInvalidToken) {
-		t.Errorf("Key(unreachable) = %v, want ErrKeysUnavailable", err)
-	}
-}
-
-func TestParseRSAKey_RejectsSmallKeys(t *testing.T) {
-	t.Parallel()
-	small, err := rsa.GenerateKey(rand.Reader, 1024)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &entratest.Signer{Kid: "small", Key: small}
-	url := entratest.Serve(t, s)
-	if _, err := entra.NewJWKS(url, nil).Key(context.Background(), "small"); !errors.Is(err, entra.ErrInvalidToken) {
-		t.Errorf("Key(1024-bit) = %v, want it ignored", err)
-	}
-}
-
 func TestNewVerifier_RequiresEverything(t *testing.T) {
 	t.Parallel()
 	if _, err := entra.NewVerifier(entra.Options{Issuers: []string{"x"}, Keys: entra.StaticKeys{}}); err == nil {
 		t.Error("NewVerifier without audiences: no error")
+	}
+}
+
+func TestVerifier_AppOnly(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
+	signer := entratest.New(t, "k1")
+	verifier := func(appOnly bool, roles ...string) *entra.Verifier {
+		v, err := entra.NewVerifier(entra.Options{Issuers: []string{entratest.Issuer}, Audiences: []string{entratest.Audience},
+			Keys: signer.Keys(), Now: func() time.Time { return now }, AppOnly: appOnly, Roles: roles})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	with := func(c map[string]any, mutate func(map[string]any)) string {
+		mutate(c)
+		return signer.Token(t, c, nil)
+	}
+	appToken := signer.Token(t, entratest.Claims(app, now), nil)
+	delegated := signer.Token(t, entratest.DelegatedClaims(app, now), nil)
+	noIDType := with(entratest.Claims(app, now), func(c map[string]any) { delete(c, "idtyp") })
+	withRole := with(entratest.Claims(app, now), func(c map[string]any) { delete(c, "idtyp"); c["roles"] = []string{"Offpath.Tenant"} })
+	otherRole := with(entratest.Claims(app, now), func(c map[string]any) { c["roles"] = []string{"Reader"} })
+	delegatedWithRole := with(entratest.DelegatedClaims(app, now), func(c map[string]any) { c["roles"] = []string{"Offpath.Tenant"} })
+	scpOnly := with(entratest.Claims(app, now), func(c map[string]any) { c["scp"] = "user_impersonation" })
+
+	tests := []struct {
+		name    string
+		v       *entra.Verifier
+		token   string
+		wantErr string
+	}{
+		{"app token, idtyp app", verifier(true), appToken, ""},
+		{"delegated token refused", verifier(true), delegated, "delegated"},
+		{"scp without idtyp user refused", verifier(true), scpOnly, "delegated"},
+		{"no idtyp and no role refused", verifier(true), noIDType, "idtyp is not app"},
+		{"required role admits", verifier(true, "Offpath.Tenant"), withRole, ""},
+		{"required role missing", verifier(true, "Offpath.Tenant"), otherRole, "no required role"},
+		{"idtyp app without the required role", verifier(true, "Offpath.Tenant"), appToken, "no required role"},
+		{"delegated token with the role refused", verifier(true, "Offpath.Tenant"), delegatedWithRole, "delegated"},
+		{"option off: delegated accepted", verifier(false), delegated, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := tt.v.Verify(context.Background(), tt.token)
+			if tt.wantErr == "" {
+				if err != nil || c.AppID != app {
+					t.Fatalf("Verify() = %+v, %v", c, err)
+				}
+				return
+			}
+			if !errors.Is(err, entra.ErrInvalidToken) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Verify() = %v, want ErrInvalidToken with %q", err, tt.wantErr)
+			}
+		})
 	}
 }

@@ -18,6 +18,10 @@
 //	                Entra application id. A credential row carries what
 //	                authentication needs (tenant id, state, salted key
 //	                hash), so authenticating is one point read.
+//	                RowKey "e:credentials" is rewritten in every
+//	                tenant-changing transaction: its ETag is the credential
+//	                epoch instances poll to learn that a cached credential
+//	                may be stale.
 //	offpathledger   PartitionKey "<tenant id>|<YYYY-MM>", so that a tenant's
 //	                month is one partition query; RowKey the entry's
 //	                deterministic key (ledger.Entry.Key), so that writing

@@ -179,6 +179,25 @@ func indexActions(old, t *tenant.Tenant) ([]aztables.TransactionAction, error) {
 	return actions, nil
 }
 
+// epochEntity is the row whose ETag is the credential epoch; it names the
+// last change for whoever looks at the table.
+type epochEntity struct {
+	PartitionKey string
+	RowKey       string
+	Kind         string
+	TenantID     string
+	Changed      time.Time
+	ChangedType  string `json:"Changed@odata.type"`
+}
+
+// epochAction rewrites the epoch row, unconditionally: concurrent changes
+// to different tenants each move the epoch and never conflict on it.
+func epochAction(t tenant.Tenant) aztables.TransactionAction {
+	b, _ := json.Marshal(epochEntity{PartitionKey: tenantsPartition, RowKey: epochRow, Kind: "epoch", TenantID: t.ID,
+		Changed: t.Updated.UTC(), ChangedType: edmDateTime})
+	return aztables.TransactionAction{ActionType: aztables.TransactionTypeInsertReplace, Entity: b}
+}
+
 func hasKey(t *tenant.Tenant, id string) bool {
 	for _, k := range t.Keys {
 		if k.ID == id {

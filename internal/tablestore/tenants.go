@@ -20,6 +20,9 @@ const (
 	tenantPrefix     = "t:"
 	keyPrefix        = "k:"
 	appPrefix        = "a:"
+	// epochRow is rewritten by every transaction that changes a tenant, so
+	// its ETag is the credential epoch (see CredentialEpoch).
+	epochRow = "e:credentials"
 	// updateAttempts bounds the optimistic-concurrency retries of Update.
 	updateAttempts = 5
 )
@@ -49,7 +52,7 @@ func (s *Tenants) Create(ctx context.Context, t tenant.Tenant) error {
 	if err != nil {
 		return err
 	}
-	actions := []aztables.TransactionAction{{ActionType: aztables.TransactionTypeAdd, Entity: row}}
+	actions := []aztables.TransactionAction{{ActionType: aztables.TransactionTypeAdd, Entity: row}, epochAction(t)}
 	idx, err := indexActions(nil, &t)
 	if err != nil {
 		return err
@@ -146,7 +149,7 @@ func (s *Tenants) Update(ctx context.Context, id string, change func(*tenant.Ten
 		if err != nil {
 			return tenant.Tenant{}, err
 		}
-		actions := []aztables.TransactionAction{{ActionType: aztables.TransactionTypeUpdateReplace, Entity: row, IfMatch: &etag}}
+		actions := []aztables.TransactionAction{{ActionType: aztables.TransactionTypeUpdateReplace, Entity: row, IfMatch: &etag}, epochAction(t)}
 		idx, err := indexActions(&old, &t)
 		if err != nil {
 			return tenant.Tenant{}, err
@@ -221,6 +224,23 @@ func (s *Tenants) credential(ctx context.Context, rowKey string) (tenant.Credent
 		return tenant.Credential{}, errors.New("decode credential: no tenant id")
 	}
 	return c, nil
+}
+
+// CredentialEpoch returns a value that changes with every change to any
+// tenant (its state, keys or application ids), made by any process: the
+// ETag of a row that Create and Update rewrite in the same transaction as
+// the tenant. "" until the first change. It is one point read, so an
+// instance can check every few seconds whether what it has cached may be
+// stale, whatever the number of credentials it holds.
+func (s *Tenants) CredentialEpoch(ctx context.Context) (string, error) {
+	res, err := s.t.client.GetEntity(ctx, tenantsPartition, epochRow, nil)
+	if err != nil {
+		if isNotFound(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("read credential epoch: %w", err)
+	}
+	return string(res.ETag), nil
 }
 
 func clone(t tenant.Tenant) tenant.Tenant {

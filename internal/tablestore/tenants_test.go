@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offpath/offpath/internal/tablestore"
 	"github.com/offpath/offpath/internal/tenant"
 )
 
@@ -257,5 +258,69 @@ func TestTenants_ConcurrentUpdates(t *testing.T) {
 	}
 	if len(got.Aliases) != n-conflicts {
 		t.Errorf("aliases after %d concurrent updates (%d gave up): %v", n, conflicts, got.Aliases)
+	}
+}
+
+// TestTenants_CredentialEpoch: every change to a tenant, by any client of
+// the table, moves the epoch; reads and refused changes do not.
+func TestTenants_CredentialEpoch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	name := tableName(t, "ten")
+	s := tablestore.NewTenants(service(t), name)
+	epoch := func() string {
+		t.Helper()
+		e, err := s.CredentialEpoch(ctx)
+		if err != nil {
+			t.Fatalf("CredentialEpoch: %v", err)
+		}
+		return e
+	}
+	if e := epoch(); e != "" {
+		t.Errorf("CredentialEpoch(no table) = %q, want empty", e)
+	}
+	a, _ := newTenant(t, "contoso", app1)
+	if err := s.Create(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	created := epoch()
+	if created == "" {
+		t.Fatal("CredentialEpoch after Create is empty")
+	}
+	if _, err := s.Get(ctx, "contoso"); err != nil {
+		t.Fatal(err)
+	}
+	if e := epoch(); e != created {
+		t.Errorf("a read moved the epoch: %q → %q", created, e)
+	}
+	b, _ := newTenant(t, "acme", app1) // app1 is contoso's: refused
+	if err := s.Create(ctx, b); !errors.Is(err, tenant.ErrConflict) {
+		t.Fatalf("Create(conflicting app id) = %v", err)
+	}
+	if e := epoch(); e != created {
+		t.Errorf("a refused Create moved the epoch: %q → %q", created, e)
+	}
+	prev := created
+	for _, change := range []struct {
+		name string
+		f    func(*tenant.Tenant) error
+	}{
+		{"suspend", func(tn *tenant.Tenant) error { tn.State = tenant.Suspended; return nil }},
+		{"revoke the key", func(tn *tenant.Tenant) error { return tn.RevokeKey(tn.Keys[0].ID, t0) }},
+		{"unmap the app", func(tn *tenant.Tenant) error { tn.AppIDs = nil; return nil }},
+	} {
+		if _, err := s.Update(ctx, "contoso", change.f); err != nil {
+			t.Fatalf("%s: %v", change.name, err)
+		}
+		e := epoch()
+		if e == prev || e == "" {
+			t.Errorf("%s did not move the epoch (%q)", change.name, e)
+		}
+		prev = e
+	}
+	// Another client of the same table sees the same epoch.
+	other := tablestore.NewTenants(service(t), name)
+	if e, err := other.CredentialEpoch(ctx); err != nil || e != prev {
+		t.Errorf("another client: CredentialEpoch = %q, %v; want %q", e, err, prev)
 	}
 }

@@ -46,12 +46,24 @@ func New(tb testing.TB, kid string) *Signer {
 // Keys returns the signer's public key as a KeySet.
 func (s *Signer) Keys() entra.StaticKeys { return entra.StaticKeys{s.Kid: &s.Key.PublicKey} }
 
-// Claims returns valid v2.0 claims for appID, expiring in an hour from now.
+// ObjectID is the service principal's (and a token's oid) in Claims.
+const ObjectID = "5d0c7a5e-6a2b-4c1d-9e8f-0a1b2c3d4e5f"
+
+// Claims returns the claims of a valid v2.0 application token (the client
+// credentials flow, idtyp "app") for appID, expiring in an hour from now.
 func Claims(appID string, now time.Time) map[string]any {
 	return map[string]any{
-		"iss": Issuer, "aud": Audience, "azp": appID, "tid": DirectoryID, "sub": appID, "ver": "2.0",
-		"iat": now.Unix(), "nbf": now.Add(-time.Minute).Unix(), "exp": now.Add(time.Hour).Unix(),
+		"iss": Issuer, "aud": Audience, "azp": appID, "azpacr": "1", "tid": DirectoryID, "sub": ObjectID, "oid": ObjectID,
+		"idtyp": "app", "ver": "2.0", "iat": now.Unix(), "nbf": now.Add(-time.Minute).Unix(), "exp": now.Add(time.Hour).Unix(),
 	}
+}
+
+// DelegatedClaims returns the claims of a valid v2.0 delegated token: a
+// user signed in to the client application appID, which calls with scp.
+func DelegatedClaims(appID string, now time.Time) map[string]any {
+	c := Claims(appID, now)
+	c["idtyp"], c["scp"], c["sub"], c["oid"], c["name"] = "user", "access_as_user", "user-subject", "user-object-id", "A User"
+	return c
 }
 
 // Token signs claims with the given header fields (alg RS256 and the
@@ -70,7 +82,33 @@ func (s *Signer) Token(tb testing.TB, claims map[string]any, header map[string]a
 	if err != nil {
 		tb.Fatal(err)
 	}
-	signing := base64.RawURLEncoding.EncodeToString(hb) + "." + base64.RawURLEncoding.EncodeToString(cb)
+	return s.sign(tb, hb, cb)
+}
+
+// TokenRaw signs the claims text as it is (the header as Token makes it),
+// for claims no encoder would write.
+func (s *Signer) TokenRaw(tb testing.TB, claims string) string {
+	tb.Helper()
+	hb, err := json.Marshal(map[string]any{"alg": "RS256", "typ": "JWT", "kid": s.Kid})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s.sign(tb, hb, []byte(claims))
+}
+
+// TokenWithHeader signs claims under the header text as it is.
+func (s *Signer) TokenWithHeader(tb testing.TB, header string, claims map[string]any) string {
+	tb.Helper()
+	cb, err := json.Marshal(claims)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s.sign(tb, []byte(header), cb)
+}
+
+func (s *Signer) sign(tb testing.TB, header, claims []byte) string {
+	tb.Helper()
+	signing := base64.RawURLEncoding.EncodeToString(header) + "." + base64.RawURLEncoding.EncodeToString(claims)
 	digest := sha256.Sum256([]byte(signing))
 	sig, err := rsa.SignPKCS1v15(rand.Reader, s.Key, crypto.SHA256, digest[:])
 	if err != nil {
