@@ -91,6 +91,9 @@ param entraAudiences string = ''
 @description('Entra ID tokens for tenants: the JWKS URL, e.g. https://login.microsoftonline.com/<directory id>/discovery/v2.0/keys.')
 param entraJwksUrl string = ''
 
+@description('Entra ID tokens for tenants: comma-separated app roles of which an application token must carry one; empty: the token must say idtyp=app (add the idtyp optional claim to the app registration).')
+param entraRoles string = ''
+
 @allowed([
   'Enabled'
   'Disabled'
@@ -266,6 +269,7 @@ module functionApp 'modules/functionapp.bicep' = {
     entraIssuers: entraIssuers
     entraAudiences: entraAudiences
     entraJwksUrl: entraJwksUrl
+    entraRoles: entraRoles
   }
 }
 

@@ -38,6 +38,8 @@ param adminKeySha256 string = ''
 param entraIssuers string = ''
 param entraAudiences string = ''
 param entraJwksUrl string = ''
+@description('App roles of which a tenant\'s application token must carry one (comma-separated); empty: idtyp=app is required instead.')
+param entraRoles string = ''
 
 @description('Elastic Premium: the most instances the plan may scale to.')
 param elasticMaximumWorkerCount int = 20
@@ -107,6 +109,7 @@ var flexAppSettings = {
   OFFPATH_ENTRA_ISSUERS: entraIssuers
   OFFPATH_ENTRA_AUDIENCES: entraAudiences
   OFFPATH_ENTRA_JWKS_URL: entraJwksUrl
+  OFFPATH_ENTRA_ROLES: entraRoles
 }
 
 // Elastic Premium runs the classic way: the worker runtime comes from app
