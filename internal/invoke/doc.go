@@ -30,6 +30,4 @@
 //     abandons and eventually dead-letters; blobs retry then go poison; timers
 //     log and fire again), except HTTP envelope functions, whose caller gets a
 //     503 with Retry-After.
-//
-// The protocol reference is shared/reference/functions-custom-handler.md.
 package invoke

@@ -21,7 +21,7 @@ import (
 	"github.com/offpath/offpath/internal/outcome"
 )
 
-// hostReply is the host's view of a reply (shared/reference §4).
+// hostReply is the host's view of a reply: Outputs, Logs, ReturnValue.
 type hostReply struct {
 	Outputs     map[string]json.RawMessage
 	Logs        []string
