@@ -25,10 +25,10 @@ const (
 
 // Field limits.
 const (
-	maxAccountURL    = 256
-	maxETag          = 128
-	maxContentType   = 128
-	maxModelAlias = 64
+	maxAccountURL  = 256
+	maxETag        = 128
+	maxContentType = 128
+	maxModelAlias  = 64
 )
 
 // MaxCorrelationID is the longest correlation id, in characters.
