@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -140,6 +142,7 @@ func printStatus(w io.Writer, st document.Status) {
 	add("content type", st.ContentType)
 	add("alias", st.Alias)
 	add("correlation id", st.CorrelationID)
+	add("correlation note", st.CorrelationNote)
 	add("queue", st.Queue)
 	if st.Deliveries > 0 {
 		add("deliveries", fmt.Sprint(st.Deliveries))
@@ -267,10 +270,6 @@ func (c *cli) reprocess(ctx context.Context, args []string) error {
 		return err
 	}
 	store := docblob.New(blobs, claimcheck.DefaultContainer, ingest.DefaultResultsContainer, 0)
-	props, err := store.Stat(ctx, name)
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
 	rules, err := claimcheck.NewRules(claimcheck.Policy{AccountURL: store.AccountURL(), MaxDocumentBytes: *maxBytes, HeavyThreshold: *heavyBytes})
 	if err != nil {
 		return err
@@ -283,13 +282,11 @@ func (c *cli) reprocess(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	enq, err := ingest.NewEnqueuer(ingest.Options{Rules: rules, Catalog: cat, Alias: *alias, Tenants: tenants, Statuses: docs})
+	enq, err := ingest.NewEnqueuer(ingest.Options{Rules: rules, Catalog: cat, Alias: *alias, Tenants: tenants, Statuses: docs, Blobs: ingest.BlobStore(store)})
 	if err != nil {
 		return err
 	}
-	claim, err := enq.Enqueue(zerolog.Nop().WithContext(ctx), ingest.Upload{
-		Name: name, ETag: props.ETag, Size: props.Size, ContentType: props.ContentType, Metadata: props.Metadata,
-	}, true)
+	claim, err := enq.Enqueue(zerolog.Nop().WithContext(ctx), name, true)
 	if err != nil {
 		return fmt.Errorf("%s is still not acceptable: %w", name, err)
 	}
@@ -362,6 +359,9 @@ func (s serviceBusSender) send(ctx context.Context, queue string, body []byte, c
 	}
 	props, _ := json.Marshal(map[string]string{"CorrelationId": correlationID})
 	req.Header.Set("Authorization", "Bearer "+tok.Token)
+	// A header is ASCII; a correlation id is text in any script: escape
+	// the rest as JSON does, \uXXXX.
+	props = asciiJSON(props)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("BrokerProperties", string(props))
 	client := s.client
@@ -378,6 +378,25 @@ func (s serviceBusSender) send(ctx context.Context, queue string, body []byte, c
 		return fmt.Errorf("Service Bus answered %d: %s", res.StatusCode, bytes.TrimSpace(msg))
 	}
 	return nil
+}
+
+// asciiJSON rewrites every non-ASCII character of the JSON text b as a
+// \uXXXX escape (a surrogate pair beyond the Basic Multilingual Plane),
+// which decodes to the same value.
+func asciiJSON(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for _, r := range string(b) {
+		if r < utf8.RuneSelf {
+			out = append(out, byte(r))
+			continue
+		}
+		if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+			out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
+		} else {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		}
+	}
+	return out
 }
 
 // devhostSender sends through the dev host's Service Bus stand-in.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/llm"
 	"github.com/offpath/offpath/internal/outcome"
+	"github.com/offpath/offpath/internal/tenant"
 	"github.com/offpath/offpath/internal/tokens"
 )
 
@@ -40,8 +42,9 @@ type Delivery struct {
 // concurrent use; build one per process, so that its tenant cache and the
 // Models' rate limiter are shared by every invocation.
 type Processor struct {
-	o       Options
-	tenants *tenantCache
+	o          Options
+	tenants    *tenantCache
+	rejections *Rejections
 }
 
 // NewProcessor returns a Processor.
@@ -52,7 +55,8 @@ func NewProcessor(o Options) (*Processor, error) {
 	if o.Ledger == nil || o.Models == nil || o.Blobs == nil {
 		return nil, errors.New("ingest: the processor needs a ledger, models and blobs")
 	}
-	return &Processor{o: o, tenants: &tenantCache{src: o.Tenants, ttl: o.TenantTTL, now: o.Now}}, nil
+	tenants := &tenantCache{src: o.Tenants, ttl: o.TenantTTL, now: o.Now}
+	return &Processor{o: o, tenants: tenants, rejections: &Rejections{tenants: tenants, statuses: o.Statuses, alias: o.Alias, now: o.Now}}, nil
 }
 
 // Process redeems one claim check and returns the document's status. The
@@ -73,6 +77,13 @@ func (p *Processor) Process(ctx context.Context, d Delivery) (document.Status, e
 	if err != nil { // Decode validated it
 		return p.rejectMessage(ctx, d, outcome.Reject("invalid claim check", err))
 	}
+	// A claim check for a tenant that does not exist is nobody's: it is
+	// recorded unattributed, never in a partition of that name.
+	if _, err := p.tenants.get(ctx, msg.Tenant); errors.Is(err, tenant.ErrNotFound) {
+		return p.rejectMessage(ctx, d, outcome.Reject("unknown tenant", fmt.Errorf("no tenant %q", msg.Tenant)))
+	} else if err != nil {
+		return document.Status{}, err
+	}
 	log := zerolog.Ctx(ctx).With().Str("tenant", msg.Tenant).Str("correlation_id", msg.CorrelationID).
 		Int("delivery_count", d.DeliveryCount).Logger()
 	ctx = log.WithContext(ctx)
@@ -90,25 +101,9 @@ func (p *Processor) Process(ctx context.Context, d Delivery) (document.Status, e
 }
 
 // rejectMessage records a claim check that names no document it may
-// touch (malformed, outside the incoming container, another tenant's
-// folder) in the unattributed partition: never under a tenant, whose
-// records such a message must not be able to change.
+// touch; see Rejections.
 func (p *Processor) rejectMessage(ctx context.Context, d Delivery, cause error) (document.Status, error) {
-	now := p.o.Now().UTC()
-	key := "message " + d.MessageID
-	if d.MessageID == "" {
-		sum := sha256.Sum256(d.Body)
-		key = "message sha256:" + hex.EncodeToString(sum[:16])
-	}
-	st := document.Status{
-		Name: document.Printable(key), Size: int64(len(d.Body)), Queue: d.Queue, State: document.Rejected,
-		Reason: reason(cause), Deliveries: d.DeliveryCount, Enqueued: d.EnqueuedTime.UTC(), Finished: now,
-	}
-	st, err := p.o.Statuses.Put(ctx, key, st)
-	if err != nil {
-		return st, fmt.Errorf("record the rejected message (%s): %w", reason(cause), err)
-	}
-	return st, cause
+	return p.rejections.recordMessage(ctx, d, cause)
 }
 
 // job is the processing of one delivery.
@@ -286,7 +281,10 @@ func (j *job) process(ctx context.Context) (document.Status, error) {
 	}
 	if err := w.Commit(ctx, doc.encode(), ResultContentType, map[string]string{
 		"offpath_etag": j.msg.ETag, "offpath_state": string(state), "offpath_chunks": strconv.Itoa(j.chunks),
-		"offpath_correlation_id": j.msg.CorrelationID,
+		// Metadata travels in headers, which storage takes as ASCII: the
+		// correlation id, text in any script, is percent-encoded (UTF-8), the
+		// form the enqueue reads.
+		"offpath_correlation_id": url.PathEscape(j.msg.CorrelationID),
 	}); err != nil {
 		return document.Status{}, err
 	}
