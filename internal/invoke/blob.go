@@ -53,6 +53,14 @@ type Blob struct {
 // wrong type, not decodable, or when nothing locates the blob; the Blob
 // returned with it holds what could be read.
 func (r *Request) Blob(binding string) (Blob, error) {
+	if v, ok := cached[Blob](r, binding); ok {
+		return v, nil
+	}
+	return r.decodeBlob(binding)
+}
+
+// decodeBlob is Blob without the decoding the Mux kept.
+func (r *Request) decodeBlob(binding string) (Blob, error) {
 	var b Blob
 	b.URL = r.metaText("Uri")
 	if c, n, ok := strings.Cut(r.metaText("BlobTrigger"), "/"); ok && c != "" && n != "" {

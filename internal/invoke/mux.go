@@ -248,20 +248,36 @@ func (m *Mux) reject(ctx context.Context, req *Request, rt route, cause error) e
 }
 
 // check decodes the trigger binding by its kind, to find out whether it
-// can be.
+// can be, and keeps what it decoded for the function's own call.
 func (r *Request) check(t Trigger, binding string) error {
+	var v any
 	var err error
 	switch t {
 	case ServiceBusTrigger:
-		_, err = r.ServiceBus(binding)
+		v, err = r.decodeServiceBus(binding)
 	case BlobTrigger:
-		_, err = r.Blob(binding)
+		v, err = r.decodeBlob(binding)
 	case TimerTrigger:
-		_, err = r.Timer(binding)
+		v, err = r.decodeTimer(binding)
 	case HTTPTrigger:
-		_, err = r.HTTP(binding)
+		v, err = r.decodeHTTP(binding)
+	}
+	if err == nil {
+		r.decoded = decoded{binding: binding, v: v}
 	}
 	return err
+}
+
+// decoded is the trigger binding the Mux decoded before the function ran.
+type decoded struct {
+	binding string
+	v       any
+}
+
+// cached returns the trigger binding the Mux decoded, if it is binding's.
+func cached[T any](r *Request, binding string) (T, bool) {
+	v, ok := r.decoded.v.(T)
+	return v, ok && r.decoded.binding == binding
 }
 
 // reply maps an outcome to the status and result the host receives: the one

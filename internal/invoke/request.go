@@ -13,8 +13,9 @@ type Request struct {
 	// Function is the function (folder) name the host invoked.
 	Function string
 
-	data []member
-	meta []member
+	data    []member
+	meta    []member
+	decoded decoded
 	// buf backs data and meta for typical envelopes without allocating.
 	buf [24]member
 }

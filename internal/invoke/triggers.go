@@ -29,6 +29,14 @@ type ServiceBusMessage struct {
 // ServiceBus decodes the Service Bus trigger bound as binding. With an
 // error, the message returned holds what could be read before it.
 func (r *Request) ServiceBus(binding string) (ServiceBusMessage, error) {
+	if v, ok := cached[ServiceBusMessage](r, binding); ok {
+		return v, nil
+	}
+	return r.decodeServiceBus(binding)
+}
+
+// decodeServiceBus is ServiceBus without the decoding the Mux kept.
+func (r *Request) decodeServiceBus(binding string) (ServiceBusMessage, error) {
 	var m ServiceBusMessage
 	var err error
 	strs := []struct {
@@ -107,6 +115,14 @@ type Timer struct {
 
 // Timer decodes the timer trigger bound as binding.
 func (r *Request) Timer(binding string) (Timer, error) {
+	if v, ok := cached[Timer](r, binding); ok {
+		return v, nil
+	}
+	return r.decodeTimer(binding)
+}
+
+// decodeTimer is Timer without the decoding the Mux kept.
+func (r *Request) decodeTimer(binding string) (Timer, error) {
 	var t Timer
 	v, err := r.trigger(binding)
 	if err != nil {
@@ -170,6 +186,14 @@ type envelopeHTTP struct {
 // HTTP decodes the HTTP trigger bound as binding. The body is base64 for
 // application/octet-stream and multipart/*, text otherwise, as the host sends.
 func (r *Request) HTTP(binding string) (HTTPRequest, error) {
+	if v, ok := cached[HTTPRequest](r, binding); ok {
+		return v, nil
+	}
+	return r.decodeHTTP(binding)
+}
+
+// decodeHTTP is HTTP without the decoding the Mux kept.
+func (r *Request) decodeHTTP(binding string) (HTTPRequest, error) {
 	var h HTTPRequest
 	v, err := r.trigger(binding)
 	if err != nil {
