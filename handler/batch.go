@@ -36,6 +36,7 @@ type batchPath struct {
 	svc     *batch.Service
 	nightly *nightly.Service
 	audit   *audit.Auditor
+	blobs   *azblob.Client
 }
 
 // newBatch builds the batch control plane, the nightly summaries and the
@@ -100,7 +101,7 @@ func newBatch(cfg config.Handler, t tenancy, logger zerolog.Logger) (*batchPath,
 	if err != nil {
 		return nil, err
 	}
-	return &batchPath{svc: svc, nightly: nights, audit: auditor}, nil
+	return &batchPath{svc: svc, nightly: nights, audit: auditor, blobs: blobs}, nil
 }
 
 // blobClient reaches the storage account's blobs the way the tables are

@@ -24,6 +24,7 @@ import (
 	"github.com/offpath/offpath/internal/api"
 	"github.com/offpath/offpath/internal/config"
 	"github.com/offpath/offpath/internal/invoke"
+	"github.com/offpath/offpath/internal/openaiapi"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -67,7 +68,8 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		apiOpts.Batches = batches.svc
 	}
 	mux := invoke.NewMux(logger, invoke.Options{Timeout: cfg.InvocationTimeout})
-	mux.Forward("/api/", api.New(apiOpts))
+	mux.Forward(openaiapi.Prefix, newOpenAIDoor(cfg, tenancy, batches)) // HTTP: functions/openai
+	mux.Forward("/api/", api.New(apiOpts))                               // HTTP: functions/api
 	mux.Handle("batch-poll", invoke.TimerTrigger, pollBatches(batches))              // timer: functions/batch-poll
 	mux.Handle("nightly-summaries", invoke.TimerTrigger, runNightly(batches))        // timer: functions/nightly-summaries
 	mux.Handle("report-deadline", invoke.TimerTrigger, checkReportDeadline(batches)) // timer: functions/report-deadline
