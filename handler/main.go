@@ -68,8 +68,8 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		apiOpts.Batches = batches.svc
 	}
 	mux := invoke.NewMux(logger, invoke.Options{Timeout: cfg.InvocationTimeout})
-	mux.Forward(openaiapi.Prefix, newOpenAIDoor(cfg, tenancy, batches)) // HTTP: functions/openai
-	mux.Forward("/api/", api.New(apiOpts))                               // HTTP: functions/api
+	mux.Forward(openaiapi.Prefix, newOpenAIDoor(cfg, tenancy, batches))              // HTTP: functions/openai
+	mux.Forward("/api/", api.New(apiOpts))                                           // HTTP: functions/api
 	mux.Handle("batch-poll", invoke.TimerTrigger, pollBatches(batches))              // timer: functions/batch-poll
 	mux.Handle("nightly-summaries", invoke.TimerTrigger, runNightly(batches))        // timer: functions/nightly-summaries
 	mux.Handle("report-deadline", invoke.TimerTrigger, checkReportDeadline(batches)) // timer: functions/report-deadline
