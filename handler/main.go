@@ -62,7 +62,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	}
 	apiOpts := api.Options{
 		Build: buildInfo(), Started: time.Now(),
-		Auth: tenancy.auth, Tenants: tenancy.tenants, Usage: tenancy.ledger, Catalog: cfg.Catalog,
+		Auth: tenancy.auth, Tenants: tenancy.tenants, Usage: tenancy.ledger, Catalog: cfg.Catalog, Webhooks: tenancy.webhooks,
 	}
 	if batches != nil {
 		apiOpts.Batches = batches.svc
@@ -74,6 +74,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	mux.Handle("nightly-summaries", invoke.TimerTrigger, runNightly(batches))        // timer: functions/nightly-summaries
 	mux.Handle("report-deadline", invoke.TimerTrigger, checkReportDeadline(batches)) // timer: functions/report-deadline
 	mux.Handle("batch-audit", invoke.TimerTrigger, runAudit(batches))                // timer: functions/batch-audit
+	mux.Handle("webhook-deliver", invoke.TimerTrigger, deliverWebhooks(batches))     // timer: functions/webhook-deliver
 	if err := registerIngest(mux, cfg, tenancy, logger); err != nil {
 		return err
 	}

@@ -15,9 +15,10 @@ import (
 // tenancy is what knows tenants and their usage: the stores and the
 // authenticator over them.
 type tenancy struct {
-	tenants *tablestore.Tenants
-	ledger  *tablestore.Ledger
-	auth    *auth.Authenticator
+	tenants  *tablestore.Tenants
+	ledger   *tablestore.Ledger
+	webhooks *tablestore.Webhooks
+	auth     *auth.Authenticator
 }
 
 // newTenancy builds the Table Storage clients and the authenticator. It does
@@ -37,8 +38,9 @@ func newTenancy(cfg config.Handler) (tenancy, error) {
 		return tenancy{}, fmt.Errorf("%s: %w", cfg.Storage.Setting, err)
 	}
 	t := tenancy{
-		tenants: tablestore.NewTenants(svc, tablestore.DefaultTenantsTable),
-		ledger:  tablestore.NewLedger(svc, tablestore.LedgerOptions{}),
+		tenants:  tablestore.NewTenants(svc, tablestore.DefaultTenantsTable),
+		ledger:   tablestore.NewLedger(svc, tablestore.LedgerOptions{}),
+		webhooks: tablestore.NewWebhooks(svc, tablestore.DefaultWebhooksTable),
 	}
 	var verifier *entra.Verifier
 	if cfg.Entra != nil {

@@ -78,6 +78,9 @@ var flexAppSettings = {
   OFFPATH_TICKETS_SCHEDULE: '0 0 1-3 * * *'
   OFFPATH_REPORT_DEADLINE_SCHEDULE: '0 0 7 * * *'
   OFFPATH_AUDIT_SCHEDULE: '0 15 * * * *'
+  // Tenant webhooks are found and delivered every 30 seconds, in their own
+  // function, never in the poll tick.
+  OFFPATH_WEBHOOK_SCHEDULE: '*/30 * * * * *'
   // Heavy ingestion runs on AKS only.
   'AzureWebJobs.ingest-process-heavy.Disabled': 'true'
   // Sizing (written by `offpath sizing`): messages in flight per instance,
