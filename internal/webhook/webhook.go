@@ -118,7 +118,14 @@ type Options struct {
 // Dispatcher finds jobs that ended (or wait long) for tenants with an
 // endpoint, records an event for each, and delivers due events. It runs
 // in its own timer function, never inside the batch poll tick.
-type Dispatcher struct{ o Options }
+type Dispatcher struct {
+	o Options
+	// recorded remembers the events this process has recorded (by tenant
+	// and id, with their job's creation), so that a run does not write
+	// them again; the store would ignore the write anyway.
+	mu       sync.Mutex
+	recorded map[string]time.Time
+}
 
 // New returns a Dispatcher.
 func New(o Options) (*Dispatcher, error) {
@@ -146,7 +153,7 @@ func New(o Options) (*Dispatcher, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Dispatcher{o: o}, nil
+	return &Dispatcher{o: o, recorded: map[string]time.Time{}}, nil
 }
 
 // Report says what one run did.
@@ -161,6 +168,7 @@ func (d *Dispatcher) Run(ctx context.Context) (Report, error) {
 	if err != nil {
 		return rep, fmt.Errorf("webhook endpoints: %w", err)
 	}
+	d.forget(d.o.Now().Add(-d.o.ScanWindow))
 	byTenant := map[string]Endpoint{}
 	var errs []error
 	for _, ep := range eps {
@@ -236,9 +244,13 @@ func (d *Dispatcher) scan(ctx context.Context, ep Endpoint) (int, error) {
 			if err != nil {
 				return recorded, err
 			}
+			if d.known(e.Tenant + "/" + e.ID) {
+				continue
+			}
 			if err := d.o.Store.AddEvent(ctx, e); err != nil {
 				return recorded, err
 			}
+			d.remember(e.Tenant+"/"+e.ID, j.Created)
 			recorded++
 		}
 		if next == "" {
@@ -246,6 +258,30 @@ func (d *Dispatcher) scan(ctx context.Context, ep Endpoint) (int, error) {
 		}
 		cursor = next
 	}
+}
+
+// forget drops what is older than the scan window.
+func (d *Dispatcher) forget(oldest time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for k, created := range d.recorded {
+		if created.Before(oldest) {
+			delete(d.recorded, k)
+		}
+	}
+}
+
+func (d *Dispatcher) known(key string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.recorded[key]
+	return ok
+}
+
+func (d *Dispatcher) remember(key string, created time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.recorded[key] = created
 }
 
 // eventType is the event a job's state calls for, or "".
