@@ -129,6 +129,22 @@ func TestAzureOpenAIGo_ClassicSurface(t *testing.T) {
 	if err != nil || len(page.Data) != 0 {
 		t.Errorf("fabrikam's list: %d batches, %v", len(page.Data), describe(err))
 	}
+	// Keys and function keys as clients send them: the offpath key in
+	// api-key on v1, the function key as the code query parameter.
+	for name, alt := range map[string]openai.Client{
+		"api-key on v1": openai.NewClient(option.WithBaseURL(s.URL+"/api/openai/v1/"), option.WithHeader("api-key", s.Keys["contoso"]),
+			option.WithHeader("x-functions-key", apptest.FunctionKey)),
+		"code query": openai.NewClient(option.WithBaseURL(s.URL+"/api/openai/v1/"), option.WithAPIKey(s.Keys["contoso"]),
+			option.WithQuery("code", apptest.FunctionKey)),
+	} {
+		if got, err := alt.Batches.Get(context.Background(), b.ID); err != nil || got.ID != b.ID {
+			t.Errorf("%s: %v", name, describe(err))
+		}
+	}
+	noFunctionKey := openai.NewClient(option.WithBaseURL(s.URL+"/api/openai/v1/"), option.WithAPIKey(s.Keys["contoso"]), option.WithMaxRetries(0))
+	if _, err := noFunctionKey.Batches.Get(context.Background(), b.ID); apiError(t, err).StatusCode != http.StatusUnauthorized {
+		t.Errorf("without the function key: %v", describe(err))
+	}
 	if _, err := c.Files.Delete(context.Background(), f.ID); err != nil {
 		t.Errorf("delete: %v", describe(err))
 	}
