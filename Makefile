@@ -76,6 +76,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench Pipeline -benchtime 3x ./internal/extract/
 	$(GO) test -run '^$$' -bench QuotaAdherence -benchtime 1x ./internal/llm/
 	$(GO) test -run '^$$' -bench Client -benchtime 3s ./internal/llm/
+	$(GO) test -run '^$$' -bench Upload150MB -benchtime 1x -count 2 ./internal/openaiapi/
 	$(GO) test -run '^$$' -bench SubmitAdmit100k -benchtime 2x -timeout 20m ./internal/batch/
 	$(GO) test -run '^$$' -bench Harvest100k -benchtime 2x -timeout 20m ./internal/batch/
 	$(GO) test -run '^$$' -bench PollTick1000 -benchtime 3x -timeout 20m ./internal/batch/

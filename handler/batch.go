@@ -22,6 +22,7 @@ import (
 	"github.com/offpath/offpath/internal/nightly"
 	"github.com/offpath/offpath/internal/report"
 	"github.com/offpath/offpath/internal/tablestore"
+	"github.com/offpath/offpath/internal/webhook"
 )
 
 // devBlobStorage is what "UseDevelopmentStorage=true" means for blobs:
@@ -33,9 +34,11 @@ const devBlobStorage = "DefaultEndpointsProtocol=http;AccountName=devstoreaccoun
 // batchPath is the batch side of the handler: the control plane and the
 // scheduled work that goes through it.
 type batchPath struct {
-	svc     *batch.Service
-	nightly *nightly.Service
-	audit   *audit.Auditor
+	svc      *batch.Service
+	nightly  *nightly.Service
+	audit    *audit.Auditor
+	blobs    *azblob.Client
+	webhooks *webhook.Dispatcher
 }
 
 // newBatch builds the batch control plane, the nightly summaries and the
@@ -100,7 +103,11 @@ func newBatch(cfg config.Handler, t tenancy, logger zerolog.Logger) (*batchPath,
 	if err != nil {
 		return nil, err
 	}
-	return &batchPath{svc: svc, nightly: nights, audit: auditor}, nil
+	hooks, err := webhook.New(webhook.Options{Store: t.webhooks, Jobs: svc})
+	if err != nil {
+		return nil, err
+	}
+	return &batchPath{svc: svc, nightly: nights, audit: auditor, blobs: blobs, webhooks: hooks}, nil
 }
 
 // blobClient reaches the storage account's blobs the way the tables are

@@ -25,6 +25,7 @@ import (
 	"github.com/offpath/offpath/internal/config"
 	"github.com/offpath/offpath/internal/ingest"
 	"github.com/offpath/offpath/internal/invoke"
+	"github.com/offpath/offpath/internal/openaiapi"
 )
 
 // timerBinding is the timer functions' trigger binding, as in their
@@ -66,7 +67,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	}
 	apiOpts := api.Options{
 		Build: buildInfo(), Started: time.Now(),
-		Auth: tenancy.auth, Tenants: tenancy.tenants, Usage: tenancy.ledger, Catalog: cfg.Catalog,
+		Auth: tenancy.auth, Tenants: tenancy.tenants, Usage: tenancy.ledger, Catalog: cfg.Catalog, Webhooks: tenancy.webhooks,
 	}
 	if batches != nil {
 		apiOpts.Batches = batches.svc
@@ -75,11 +76,13 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	// in the document statuses (invoke.Mux.reject): never a retry.
 	rejections := ingest.NewRejections(tenancy.tenants, tenancy.docs)
 	mux := invoke.NewMux(logger, invoke.Options{Timeout: cfg.InvocationTimeout, Rejections: rejections})
-	mux.Forward("/api/", api.New(apiOpts))
-	mux.HandleTrigger("batch-poll", invoke.TimerTrigger, timerBinding, pollBatches(batches))              // functions/batch-poll
-	mux.HandleTrigger("nightly-summaries", invoke.TimerTrigger, timerBinding, runNightly(batches))        // functions/nightly-summaries
-	mux.HandleTrigger("report-deadline", invoke.TimerTrigger, timerBinding, checkReportDeadline(batches)) // functions/report-deadline
-	mux.HandleTrigger("batch-audit", invoke.TimerTrigger, timerBinding, runAudit(batches))                // functions/batch-audit
+	mux.Forward(openaiapi.Prefix, newOpenAIDoor(cfg, tenancy, batches))                                   // HTTP: functions/openai
+	mux.Forward("/api/", api.New(apiOpts))                                                                // HTTP: functions/api
+	mux.HandleTrigger("batch-poll", invoke.TimerTrigger, timerBinding, pollBatches(batches))              // timer: functions/batch-poll
+	mux.HandleTrigger("nightly-summaries", invoke.TimerTrigger, timerBinding, runNightly(batches))        // timer: functions/nightly-summaries
+	mux.HandleTrigger("report-deadline", invoke.TimerTrigger, timerBinding, checkReportDeadline(batches)) // timer: functions/report-deadline
+	mux.HandleTrigger("batch-audit", invoke.TimerTrigger, timerBinding, runAudit(batches))                // timer: functions/batch-audit
+	mux.HandleTrigger("webhook-deliver", invoke.TimerTrigger, timerBinding, deliverWebhooks(batches))     // timer: functions/webhook-deliver
 	if err := registerIngest(mux, cfg, tenancy, logger); err != nil {
 		return err
 	}

@@ -59,3 +59,23 @@ func runAudit(b *batchPath) invoke.Func {
 		return invoke.Result{}, nil
 	}
 }
+
+// deliverWebhooks is the webhook-deliver timer function: it records the
+// events of tenants' ended (or long-held) jobs and delivers the due ones,
+// apart from the poll tick. Failed deliveries are retried by later runs;
+// only a run that cannot read its stores fails.
+func deliverWebhooks(b *batchPath) invoke.Func {
+	return func(ctx context.Context, req *invoke.Request) (invoke.Result, error) {
+		if b == nil {
+			zerolog.Ctx(ctx).Warn().Msg("webhook-deliver fired but OFFPATH_AOAI_ENDPOINT is not set: nothing to do")
+			return invoke.Result{}, nil
+		}
+		rep, err := b.webhooks.Run(ctx)
+		zerolog.Ctx(ctx).Info().Int("recorded", rep.Recorded).Int("delivered", rep.Delivered).Int("failed", rep.Failed).
+			Int("abandoned", rep.Abandoned).Msg("webhooks")
+		if err != nil {
+			return invoke.Result{}, err
+		}
+		return invoke.Result{}, nil
+	}
+}

@@ -15,8 +15,9 @@ import (
 // tenancy is what knows tenants and their usage: the stores and the
 // authenticator over them.
 type tenancy struct {
-	tenants *tablestore.Tenants
-	ledger  *tablestore.Ledger
+	tenants  *tablestore.Tenants
+	ledger   *tablestore.Ledger
+	webhooks *tablestore.Webhooks
 	// docs are the document statuses, where rejections are recorded.
 	docs *tablestore.Documents
 	auth *auth.Authenticator
@@ -39,9 +40,10 @@ func newTenancy(cfg config.Handler) (tenancy, error) {
 		return tenancy{}, fmt.Errorf("%s: %w", cfg.Storage.Setting, err)
 	}
 	t := tenancy{
-		tenants: tablestore.NewTenants(svc, tablestore.DefaultTenantsTable),
-		ledger:  tablestore.NewLedger(svc, tablestore.LedgerOptions{}),
-		docs:    tablestore.NewDocuments(svc, "", nil),
+		tenants:  tablestore.NewTenants(svc, tablestore.DefaultTenantsTable),
+		ledger:   tablestore.NewLedger(svc, tablestore.LedgerOptions{}),
+		webhooks: tablestore.NewWebhooks(svc, tablestore.DefaultWebhooksTable),
+		docs:     tablestore.NewDocuments(svc, "", nil),
 	}
 	var verifier *entra.Verifier
 	if cfg.Entra != nil {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/tablestore"
@@ -54,6 +55,12 @@ Commands:
                                re-enqueue a rejected or dead-lettered document
                                after a fix: the enqueue checks run again on
                                the blob as it is now
+  webhooks set TENANT URL      register the tenant's webhook (https); prints
+                               its signing secret (whsec_…), once
+  webhooks show TENANT         the tenant's webhook URL
+  webhooks events TENANT [-json]
+                               its events and every delivery attempt
+  webhooks delete TENANT       remove the tenant's webhook
   models [-json]               the model aliases, their deployments and prices
   admin-key                    make an admin key for the REST API, and the
                                digest to set as OFFPATH_ADMIN_KEY_SHA256
@@ -121,6 +128,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return c.adminKey(rest)
 	case "sizing":
 		return c.sizing(rest)
+	case "webhooks":
+		return c.webhooks(ctx, rest)
 	case "help", "-h", "--help":
 		fs.Usage()
 		return nil
@@ -131,6 +140,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 // stores connects to Table Storage.
 func (c *cli) stores() (*tablestore.Tenants, *tablestore.Ledger, error) {
+	svc, err := c.tableService()
+	if err != nil {
+		return nil, nil, err
+	}
+	return tablestore.NewTenants(svc, ""), tablestore.NewLedger(svc, tablestore.LedgerOptions{}), nil
+}
+
+// tableService is the Table Storage account: -storage, -table-url (with
+// DefaultAzureCredential), or $OFFPATH_STORAGE / $AzureWebJobsStorage.
+func (c *cli) tableService() (*aztables.ServiceClient, error) {
 	conn := tablestore.Connection{ConnectionString: c.storage, ServiceURL: c.url}
 	if conn.ConnectionString == "" && conn.ServiceURL == "" {
 		conn.ConnectionString = c.getenv("OFFPATH_STORAGE")
@@ -140,19 +159,15 @@ func (c *cli) stores() (*tablestore.Tenants, *tablestore.Ledger, error) {
 	}
 	switch {
 	case conn.ConnectionString == "" && conn.ServiceURL == "":
-		return nil, nil, errors.New("no storage: pass -storage CONNECTION-STRING or -table-url URL (or set OFFPATH_STORAGE)")
+		return nil, errors.New("no storage: pass -storage CONNECTION-STRING or -table-url URL (or set OFFPATH_STORAGE)")
 	case conn.ConnectionString == "":
 		cred, err := azidentity.NewDefaultAzureCredential(nil)
 		if err != nil {
-			return nil, nil, fmt.Errorf("Azure credential: %w", err)
+			return nil, fmt.Errorf("Azure credential: %w", err)
 		}
 		conn.Credential = cred
 	}
-	svc, err := tablestore.NewServiceClient(conn)
-	if err != nil {
-		return nil, nil, err
-	}
-	return tablestore.NewTenants(svc, ""), tablestore.NewLedger(svc, tablestore.LedgerOptions{}), nil
+	return tablestore.NewServiceClient(conn)
 }
 
 // catalog reads the model catalog: $OFFPATH_MODELS, else the -models file.

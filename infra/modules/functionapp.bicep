@@ -96,7 +96,12 @@ var flexAppSettings = {
   AzureFunctionsJobHost__functions__3: 'ingest-enqueue'
   AzureFunctionsJobHost__functions__4: 'ingest-process'
   AzureFunctionsJobHost__functions__5: 'nightly-summaries'
-  AzureFunctionsJobHost__functions__6: 'report-deadline'
+  AzureFunctionsJobHost__functions__6: 'openai'
+  AzureFunctionsJobHost__functions__7: 'report-deadline'
+  AzureFunctionsJobHost__functions__8: 'webhook-deliver'
+  // Tenant webhooks are found and delivered every 30 seconds, in their own
+  // function, never in the poll tick.
+  OFFPATH_WEBHOOK_SCHEDULE: '*/30 * * * * *'
   // Sizing (written by `offpath sizing`): messages in flight per instance,
   // and the share of the deployment's quota one instance may spend.
   AzureFunctionsJobHost__extensions__serviceBus__maxConcurrentCalls: string(serviceBusMaxConcurrentCalls)

@@ -81,6 +81,9 @@ type Options struct {
 	Batches Batches
 	// MaxBatchBody bounds a batch submission (default DefaultMaxBatchBody).
 	MaxBatchBody int64
+	// Webhooks keeps tenants' webhooks; their endpoints answer 503
+	// without it.
+	Webhooks Webhooks
 }
 
 // Batches runs tenants' batch jobs (package batch's Service).
@@ -138,6 +141,12 @@ func (s *Server) routes() {
 	}.serve)
 	s.mux.HandleFunc("/api/v1/tenants/{id}/keys", methods{http.MethodPost: s.admin(s.rotateKey)}.serve)
 	s.mux.HandleFunc("/api/v1/tenants/{id}/keys/{key}", methods{http.MethodDelete: s.admin(s.revokeKey)}.serve)
+	s.mux.HandleFunc("/api/v1/tenants/{id}/webhook", methods{
+		http.MethodGet:    s.webhooks(s.getWebhook),
+		http.MethodPut:    s.webhooks(s.putWebhook),
+		http.MethodDelete: s.webhooks(s.deleteWebhook),
+	}.serve)
+	s.mux.HandleFunc("/api/v1/tenants/{id}/webhook/events", methods{http.MethodGet: s.webhooks(s.webhookEvents)}.serve)
 	s.mux.HandleFunc("/api/v1/batches", methods{
 		http.MethodGet:  s.tenantOnly(s.listBatches),
 		http.MethodPost: s.tenantOnly(s.submitBatch),

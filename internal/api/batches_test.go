@@ -209,7 +209,7 @@ func TestBatches_HostileInput(t *testing.T) {
 		{"not an object", "contoso", strings.NewReader(`[1,2,3]`), nil, 400, "invalid_json"},
 		{"trailing data", "contoso", strings.NewReader(`{"alias":"summarize","items":[{"id":"a","prompt":"p"}]} {}`), nil, 400, "invalid_json"},
 		{"unknown field", "contoso", jsonBody(with(ok(item("a", "p")), "model", "gpt-4o")), nil, 400, "unknown_field"},
-		{"unknown item field", "contoso", jsonBody(ok(map[string]any{"id": "a", "prompt": "p", "temperature": 2})), nil, 400, "unknown_field"},
+		{"unknown item field", "contoso", jsonBody(ok(map[string]any{"id": "a", "prompt": "p", "seed": 2})), nil, 400, "unknown_field"},
 		{"empty body", "contoso", strings.NewReader(""), nil, 400, "invalid_json"},
 		{"empty item list", "contoso", jsonBody(ok()), nil, 400, "no_items"},
 		{"no items at all", "contoso", jsonBody(map[string]any{"alias": "summarize"}), nil, 400, "no_items"},

@@ -81,7 +81,7 @@ func (m methods) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	allow := make([]string, 0, len(m))
-	for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete} {
+	for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 		if _, ok := m[method]; ok {
 			allow = append(allow, method)
 		}

@@ -116,7 +116,7 @@ func newEnv(t *testing.T) *env {
 	e.authn = auth.New(auth.Options{Credentials: e.tenants, AdminKeyHashes: hashes, Entra: verifier, Now: func() time.Time { return now }})
 	srv := api.New(api.Options{
 		Build: api.Build{Version: "test"}, Started: now, Auth: e.authn, Tenants: e.tenants, Usage: e.ledger,
-		Catalog: e.catalog, Now: func() time.Time { return now },
+		Catalog: e.catalog, Now: func() time.Time { return now }, Webhooks: tablestore.NewWebhooks(svc, "apihook"+n),
 	})
 	logger := zerolog.New(e.logs).Level(zerolog.DebugLevel)
 	mux := invoke.NewMux(logger, invoke.Options{Timeout: time.Minute})

@@ -246,6 +246,8 @@ type Job struct {
 	Items    int               `json:"items"`
 	Source   string            `json:"source"` // "inline" or the input blob
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// Attributes are the submitting door's own (Request.Attributes).
+	Attributes map[string]string `json:"attributes,omitempty"`
 	// EstimatedTokens is what the budget was checked against: the input's
 	// enqueued-token estimate plus the completion allowance.
 	EstimatedTokens int64  `json:"estimated_tokens"`

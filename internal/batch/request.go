@@ -40,6 +40,10 @@ type Request struct {
 	Fingerprint string
 	Items       []Item
 	InputBlob   string
+	// Attributes are recorded with the job for the door that submitted it
+	// (the OpenAI-compatible door keeps its input file id there); they are
+	// not the tenant's metadata.
+	Attributes map[string]string
 }
 
 // Item is one request of a job: the tenant's id, and a prompt (added as a
@@ -49,6 +53,11 @@ type Item struct {
 	Prompt    string              `json:"prompt,omitempty"`
 	Messages  []batchfile.Message `json:"messages,omitempty"`
 	MaxTokens int                 `json:"max_tokens,omitempty"`
+	// MaxCompletionTokens is sent as max_completion_tokens instead of
+	// max_tokens (reasoning models require it).
+	MaxCompletionTokens int `json:"max_completion_tokens,omitempty"`
+	// Temperature is sent when set.
+	Temperature *float64 `json:"temperature,omitempty"`
 }
 
 // InvalidError is a submission that can never be accepted. The message
@@ -117,8 +126,12 @@ func checkItem(it *Item, n int) error {
 		return invalid("invalid_item", "%s (id %q): give a prompt or messages, not both", where, clip(it.ID))
 	case len(it.Messages) > MaxMessages:
 		return invalid("invalid_item", "%s (id %q): at most %d messages", where, clip(it.ID), MaxMessages)
-	case it.MaxTokens < 0 || it.MaxTokens > MaxMaxTokens:
-		return invalid("invalid_max_tokens", "%s (id %q): max_tokens must be within 1..%d", where, clip(it.ID), MaxMaxTokens)
+	case it.MaxTokens < 0 || it.MaxTokens > MaxMaxTokens || it.MaxCompletionTokens < 0 || it.MaxCompletionTokens > MaxMaxTokens:
+		return invalid("invalid_max_tokens", "%s (id %q): max_tokens and max_completion_tokens must be within 1..%d", where, clip(it.ID), MaxMaxTokens)
+	case it.MaxTokens > 0 && it.MaxCompletionTokens > 0:
+		return invalid("invalid_max_tokens", "%s (id %q): give max_tokens or max_completion_tokens, not both", where, clip(it.ID))
+	case it.Temperature != nil && (*it.Temperature < 0 || *it.Temperature > 2):
+		return invalid("invalid_item", "%s (id %q): temperature must be within 0..2", where, clip(it.ID))
 	case len(it.Prompt) > MaxPromptBytes || !utf8.ValidString(it.Prompt):
 		return invalid("invalid_item", "%s (id %q): prompt must be valid UTF-8 of at most %d bytes", where, clip(it.ID), MaxPromptBytes)
 	}
@@ -151,10 +164,11 @@ func (r *Request) lineItem(tenantID string, it *Item) batchfile.Item {
 		msgs = append([]batchfile.Message{{Role: defaultSystemLabel, Content: r.SystemPrompt}}, msgs...)
 	}
 	maxTokens := it.MaxTokens
-	if maxTokens == 0 {
+	if maxTokens == 0 && it.MaxCompletionTokens == 0 {
 		maxTokens = r.MaxTokens
 	}
-	return batchfile.Item{Tenant: tenantID, ItemID: it.ID, Messages: msgs, MaxTokens: maxTokens}
+	return batchfile.Item{Tenant: tenantID, ItemID: it.ID, Messages: msgs, MaxTokens: maxTokens,
+		MaxCompletionTokens: it.MaxCompletionTokens, Temperature: it.Temperature}
 }
 
 // checkInputBlob checks that name is a plain blob path inside the tenant's
@@ -198,3 +212,8 @@ func clip(s string) string {
 	}
 	return s
 }
+
+// Check applies the checks Submit applies to an item, n being its 1-based
+// position: what a door validating a whole input up front uses, so that the
+// job it submits later is not refused for an item.
+func (it *Item) Check(n int) error { return checkItem(it, n) }

@@ -57,7 +57,7 @@ func (s *Service) Submit(ctx context.Context, t tenant.Tenant, r Request) (job J
 		return Job{}, false, err
 	}
 	job = Job{ID: id, Tenant: t.ID, Alias: r.Alias, Created: now, Updated: now, Source: "inline",
-		Metadata: r.Metadata, IdempotencyKey: r.IdempotencyKey}
+		Metadata: r.Metadata, IdempotencyKey: r.IdempotencyKey, Attributes: r.Attributes}
 	if r.InputBlob != "" {
 		job.Source = r.InputBlob
 	}
@@ -203,8 +203,8 @@ func (s *Service) writeInput(ctx context.Context, job *Job, r *Request, deployme
 			}
 			return 0, fmt.Errorf("write input: %w", err)
 		}
-		if li.MaxTokens > 0 {
-			completion += int64(li.MaxTokens)
+		if m := max(li.MaxTokens, li.MaxCompletionTokens); m > 0 {
+			completion += int64(m)
 		} else {
 			completion += int64(s.o.CompletionTokens)
 		}

@@ -55,3 +55,10 @@ func trimEOL(b []byte) []byte {
 	}
 	return b
 }
+
+// ReadLine is readLine for other readers of JSONL: the next line of r
+// without its end of line, at most maxLen bytes (else ErrLineTooLong, the
+// line skipped), io.EOF at the end.
+func ReadLine(r *bufio.Reader, buf []byte, maxLen int) ([]byte, error) {
+	return readLine(r, buf, maxLen)
+}

@@ -153,7 +153,7 @@ func checkFunctions(fns []function, h host, r routes, places func(fn string) []p
 		} else if want, ok := triggerKinds[typ]; !ok {
 			bad("trigger type %s: the handler's protocol layer has no trigger kind for it", typ)
 		} else if got, ok := r.envelope[fn.name]; !ok {
-			bad("the handler registers no route POST /%s (mux.Handle(%q, invoke.%s, ...))", fn.name, fn.name, want)
+			bad("the handler registers no route POST /%s (mux.HandleTrigger(%q, invoke.%s, ...))", fn.name, fn.name, want)
 		} else if got != want {
 			bad("the handler registers %s as invoke.%s, want invoke.%s", fn.name, got, want)
 		}

@@ -20,7 +20,8 @@ type routes struct {
 	forward  []string
 }
 
-// handlerRoutes reads the calls mux.Handle("name", invoke.XTrigger, fn) and
+// handlerRoutes reads the calls mux.Handle("name", invoke.XTrigger, fn),
+// mux.HandleTrigger("name", invoke.XTrigger, binding, fn) and
 // mux.Forward("/prefix/", h) in the handler's sources (handler/ and
 // internal/, tests and the dev host's test handler excepted). Names may be
 // string literals, string constants of the same package, or pkg.Const
@@ -119,7 +120,7 @@ func readRoutes(fset *token.FileSet, file *ast.File, consts map[string]map[strin
 			return true
 		}
 		switch {
-		case sel.Sel.Name == "Handle" && len(call.Args) == 3:
+		case sel.Sel.Name == "Handle" && len(call.Args) == 3, sel.Sel.Name == "HandleTrigger" && len(call.Args) == 4:
 			trig, ok := call.Args[1].(*ast.SelectorExpr)
 			if !ok || !strings.HasSuffix(trig.Sel.Name, "Trigger") {
 				return true

@@ -5,7 +5,7 @@ const heavyName = "ingest-process"
 
 func wire(mux *invoke.Mux) {
 	mux.Handle(heavyName, invoke.ServiceBusTrigger, processMessage)
-	mux.Handle(names.NightlySummaries, invoke.TimerTrigger, summarise)
+	mux.HandleTrigger(names.NightlySummaries, invoke.TimerTrigger, "timer", summarise)
 	mux.Forward("/api/", api.New())
 	other.Handle("GET /x", h) // not the protocol layer's mux
 }

@@ -1,0 +1,20 @@
+// Package webhook tells tenants when their batch jobs end, or wait long
+// for quota: signed HTTP POSTs to an endpoint the tenant registered (admin
+// API, operator CLI), as the Standard Webhooks specification describes
+// them: webhook-id, webhook-timestamp and webhook-signature ("v1," and
+// the base64 HMAC-SHA256 of "{id}.{timestamp}.{body}" under the whsec_
+// secret, shown once when the endpoint is registered).
+//
+// The Dispatcher runs in its own timer function, never in the batch poll
+// tick. Each run looks at the recent jobs (ScanWindow) of every tenant
+// with an endpoint, created since it registered, and records one event per
+// job and type: batch.completed, batch.failed, batch.expired and
+// batch.cancelled once the job is harvested, batch.held once it has been
+// held for HeldAfter. The event id is derived from the job and the type,
+// so a repeated run records nothing new and a receiver can deduplicate.
+// Then it delivers the due events: at least once, a 2xx ends it; a
+// failure is retried after DefaultBackoff's waits and the event abandoned
+// after the last; each attempt (time, status, error, duration) is recorded
+// with the event. Payloads carry the job's state, counts and usage, never
+// prompts or answers.
+package webhook
