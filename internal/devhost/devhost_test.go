@@ -2,49 +2,87 @@ package devhost_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/offpath/offpath/internal/azurite"
+	"github.com/offpath/offpath/internal/devhost"
 )
 
 func TestDevhost_BlobFiresOncePerETag(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, azurite.Start(t), 10)
 	a := newApp(t, "", "blob-fn")
-	s.run(t, a)
+	h, _ := s.run(t, a)
 	ctx := context.Background()
 	if _, err := s.blobs.CreateContainer(ctx, a.container, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.blobs.UploadBuffer(ctx, a.container, "contoso/notes/a.txt", []byte("first"), nil); err != nil {
+	first, err := s.blobs.UploadBuffer(ctx, a.container, "contoso/notes/a.txt", []byte("first"), nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.blobs.UploadBuffer(ctx, a.container, "toplevel.txt", []byte("no tenant"), nil); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 15*time.Second, "the blob function", func() bool { return len(a.records(t, "blob-fn")) >= 1 })
-	time.Sleep(600 * time.Millisecond) // several more scans
+	inv := waitEvent(t, h, "the blob function", invokedFor(a.container+"/contoso/notes/a.txt", string(*first.ETag)))
+	quietScans(t, h, "blob-fn", inv.At, 3)
 	recs := a.records(t, "blob-fn")
 	if len(recs) != 1 {
 		t.Fatalf("blob fired %d times, want once: %+v", len(recs), recs)
 	}
 	// Tokens bind greedily left to right, as the host's BindingTemplateSource does.
-	if r := recs[0]; r.Body != "first" || r.Tokens["tenant"] != "contoso/notes" || r.Tokens["name"] != "a.txt" || r.ETag == "" {
-		t.Errorf("record = %+v, want content, tokens tenant=contoso/notes name=a.txt and an ETag", r)
+	if r := recs[0]; r.Body != "first" || r.Tokens["tenant"] != "contoso/notes" || r.Tokens["name"] != "a.txt" || inv.Outcome != "succeeded" {
+		t.Errorf("record = %+v, event %+v: want content and tokens tenant=contoso/notes name=a.txt", r, inv)
 	}
 
-	if _, err := s.blobs.UploadBuffer(ctx, a.container, "contoso/notes/a.txt", []byte("second"), nil); err != nil {
+	second, err := s.blobs.UploadBuffer(ctx, a.container, "contoso/notes/a.txt", []byte("second"), nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 15*time.Second, "the changed blob", func() bool { return len(a.records(t, "blob-fn")) >= 2 })
-	time.Sleep(600 * time.Millisecond)
+	inv = waitEvent(t, h, "the changed blob", invokedFor(a.container+"/contoso/notes/a.txt", string(*second.ETag)))
+	quietScans(t, h, "blob-fn", inv.At, 3)
 	recs = a.records(t, "blob-fn")
-	if len(recs) != 2 || recs[1].Body != "second" || recs[1].ETag == recs[0].ETag {
-		t.Fatalf("after the change: %+v, want exactly one more invocation with the new content and ETag", recs)
+	if len(recs) != 2 || recs[1].Body != "second" {
+		t.Fatalf("after the change: %+v, want exactly one more invocation with the new content", recs)
 	}
+}
+
+// invokedFor matches the finished invocation for one version of a blob.
+func invokedFor(blob, etag string) func(devhost.Event) bool {
+	etag = strings.Trim(etag, `"`)
+	return func(e devhost.Event) bool { return e.Kind == devhost.Invoked && e.Blob == blob && e.ETag == etag }
+}
+
+func waitEvent(t *testing.T, h *devhost.Host, what string, match func(devhost.Event) bool) devhost.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e, err := h.Wait(ctx, match)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return e
+}
+
+// quietScans waits for n whole scans of function's container after the
+// one running at since, and fails the test if any of them fired.
+func quietScans(t *testing.T, h *devhost.Host, function string, since time.Time, n int) {
+	t.Helper()
+	scans := 0
+	waitEvent(t, h, fmt.Sprintf("%d more scans", n), func(e devhost.Event) bool {
+		if e.Kind != devhost.BlobScanned || e.Function != function || !e.At.After(since) {
+			return false
+		}
+		scans++
+		if scans > 1 && e.Fired > 0 { // the first is the scan that was running at since
+			t.Errorf("a later scan fired %d more invocations", e.Fired)
+		}
+		return scans > n
+	})
 }
 
 func TestDevhost_ServiceBusRetriesThenDeadLetters(t *testing.T) {

@@ -186,7 +186,7 @@ func (h *Host) envelopeHTTP(w http.ResponseWriter, r *http.Request, fn *Function
 			env.Metadata[k] = hostString(*v)
 		}
 	}
-	rep, err := h.execute(r.Context(), fn, env, nil)
+	rep, err := h.execute(r.Context(), fn, env, nil, Event{})
 	if err != nil {
 		http.Error(w, "function invocation failed", http.StatusInternalServerError)
 		return
