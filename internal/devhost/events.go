@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/offpath/offpath/internal/sbemu"
 )
 
 // EventKind says what an Event reports.
@@ -22,7 +24,13 @@ const (
 	// BlobScanned: a blob trigger's container scan finished, having fired
 	// Fired invocations.
 	BlobScanned EventKind = "blob-scanned"
+	// Sent: an invocation's Service Bus output binding sent a message
+	// (Queue, MessageID; Body when it is small, as claim checks are).
+	Sent EventKind = "sent"
 )
+
+// sentBodyLimit is the largest message body a Sent event keeps.
+const sentBodyLimit = 8 << 10
 
 // Event is one thing the dev host did, so that tests and tools wait for
 // what happened instead of for time.
@@ -45,6 +53,7 @@ type Event struct {
 	Queue         string
 	MessageID     string
 	DeliveryCount int
+	Body          []byte // Sent, up to sentBodyLimit bytes
 }
 
 // journalLimit bounds the events kept; older ones are dropped.
@@ -75,6 +84,14 @@ func (h *Host) record(e Event) {
 		e.At = time.Now()
 	}
 	h.journal.record(e)
+}
+
+func (h *Host) recordSent(function, queue string, m sbemu.Message) {
+	e := Event{Kind: Sent, Function: function, Queue: queue, MessageID: m.MessageID}
+	if len(m.Body) <= sentBodyLimit {
+		e.Body = m.Body
+	}
+	h.record(e)
 }
 
 // Events returns the events so far, oldest first.
