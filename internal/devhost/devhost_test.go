@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/devhost"
+	"github.com/offpath/offpath/internal/sbemu"
 )
 
 func TestDevhost_BlobFiresOncePerETag(t *testing.T) {
@@ -104,10 +106,20 @@ func TestDevhost_ServiceBusRetriesThenDeadLetters(t *testing.T) {
 	if code != http.StatusRequestEntityTooLarge || !strings.Contains(body, "256 KiB") {
 		t.Errorf("300 KiB message: %d %q, want 413 naming the 256 KiB limit", code, body)
 	}
-	eventually(t, 30*time.Second, "the dead letter", func() bool {
-		_, dead, err := s.broker.Count(context.Background(), a.queue)
-		return err == nil && dead == 1
+	// The host's events tell each delivery's fate, with its count.
+	var fates []string
+	waitEvent(t, h, "the dead-lettering", func(e devhost.Event) bool {
+		if e.Kind == devhost.Settled && e.Function == "sb-fn" && e.Outcome != sbemu.Completed {
+			fates = append(fates, fmt.Sprintf("%s@%d", e.Outcome, e.DeliveryCount))
+		}
+		return e.Kind == devhost.Settled && e.Outcome == sbemu.DeadLettered
 	})
+	if want := []string{"abandoned@1", "abandoned@2", "deadlettered@3"}; !slices.Equal(fates, want) {
+		t.Errorf("settlements %v, want %v", fates, want)
+	}
+	if _, dead, err := s.broker.Count(context.Background(), a.queue); err != nil || dead != 1 {
+		t.Errorf("%d dead letters (%v), want 1", dead, err)
+	}
 	var counts []int
 	for _, r := range a.records(t, "sb-fn") {
 		if r.Body == "please fail" {
