@@ -17,14 +17,14 @@ import (
 	"github.com/offpath/offpath/internal/invoke"
 	"github.com/offpath/offpath/internal/llm"
 	"github.com/offpath/offpath/internal/ratelimit"
-	"github.com/offpath/offpath/internal/tablestore"
 )
 
 // registerIngest registers the queue path's functions. When the queue path
 // cannot run (no Azure OpenAI endpoint, no ingestion alias in the catalog,
 // no blob endpoint) they answer with a transient failure that says why, so
 // documents wait in the queue (and eventually the dead-letter queue)
-// rather than being lost; the reason is also logged at start-up.
+// rather than being lost; the reason is also logged at start-up. Their
+// undecodable invocations are rejected before that, like any other's.
 func registerIngest(mux *invoke.Mux, cfg config.Handler, t tenancy, logger zerolog.Logger) error {
 	var enqueue, process, heavy invoke.Func
 	enq, proc, err := newIngest(cfg, t, logger)
@@ -41,9 +41,9 @@ func registerIngest(mux *invoke.Mux, cfg config.Handler, t tenancy, logger zerol
 		process = ingest.ProcessFunc(proc, policy.LightQueue)
 		heavy = ingest.ProcessFunc(proc, policy.HeavyQueue)
 	}
-	mux.Handle(ingest.EnqueueFunction, invoke.BlobTrigger, enqueue)          // blob: incoming/{name}, functions/ingest-enqueue
-	mux.Handle(ingest.ProcessFunction, invoke.ServiceBusTrigger, process)    // Service Bus: doc-ingest
-	mux.Handle(ingest.ProcessHeavyFunction, invoke.ServiceBusTrigger, heavy) // Service Bus: doc-ingest-heavy (AKS)
+	mux.HandleTrigger(ingest.EnqueueFunction, invoke.BlobTrigger, ingest.BlobBinding, enqueue)             // blob: incoming/{name}
+	mux.HandleTrigger(ingest.ProcessFunction, invoke.ServiceBusTrigger, ingest.MessageBinding, process)    // Service Bus: doc-ingest
+	mux.HandleTrigger(ingest.ProcessHeavyFunction, invoke.ServiceBusTrigger, ingest.MessageBinding, heavy) // Service Bus: doc-ingest-heavy (AKS)
 	return nil
 }
 
@@ -69,17 +69,13 @@ func newIngest(cfg config.Handler, t tenancy, logger zerolog.Logger) (*ingest.En
 	if err != nil {
 		return nil, nil, err
 	}
-	tables, err := tableService(cfg)
-	if err != nil {
-		return nil, nil, err
-	}
 	models, limits, err := newModels(in.AOAI, alias.Queue.Name, logger)
 	if err != nil {
 		return nil, nil, err
 	}
 	o := ingest.Options{
 		Rules: rules, Catalog: cfg.Catalog, Alias: in.Alias, Tenants: t.tenants,
-		Statuses: tablestore.NewDocuments(tables, "", nil), Ledger: t.ledger, Models: models, Blobs: ingest.BlobStore(store),
+		Statuses: t.docs, Ledger: t.ledger, Models: models, Blobs: ingest.BlobStore(store),
 		Chunk: chunk.Options{Size: in.ChunkTokens, Overlap: in.ChunkOverlap}, Budget: in.Budget,
 	}
 	enq, err := ingest.NewEnqueuer(o)

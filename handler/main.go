@@ -23,8 +23,13 @@ import (
 
 	"github.com/offpath/offpath/internal/api"
 	"github.com/offpath/offpath/internal/config"
+	"github.com/offpath/offpath/internal/ingest"
 	"github.com/offpath/offpath/internal/invoke"
 )
+
+// timerBinding is the timer functions' trigger binding, as in their
+// function.json.
+const timerBinding = "timer"
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
@@ -66,12 +71,15 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if batches != nil {
 		apiOpts.Batches = batches.svc
 	}
-	mux := invoke.NewMux(logger, invoke.Options{Timeout: cfg.InvocationTimeout})
+	// Every invocation whose data cannot be decoded is a rejection recorded
+	// in the document statuses (invoke.Mux.reject): never a retry.
+	rejections := ingest.NewRejections(tenancy.tenants, tenancy.docs)
+	mux := invoke.NewMux(logger, invoke.Options{Timeout: cfg.InvocationTimeout, Rejections: rejections})
 	mux.Forward("/api/", api.New(apiOpts))
-	mux.Handle("batch-poll", invoke.TimerTrigger, pollBatches(batches))              // timer: functions/batch-poll
-	mux.Handle("nightly-summaries", invoke.TimerTrigger, runNightly(batches))        // timer: functions/nightly-summaries
-	mux.Handle("report-deadline", invoke.TimerTrigger, checkReportDeadline(batches)) // timer: functions/report-deadline
-	mux.Handle("batch-audit", invoke.TimerTrigger, runAudit(batches))                // timer: functions/batch-audit
+	mux.HandleTrigger("batch-poll", invoke.TimerTrigger, timerBinding, pollBatches(batches))              // functions/batch-poll
+	mux.HandleTrigger("nightly-summaries", invoke.TimerTrigger, timerBinding, runNightly(batches))        // functions/nightly-summaries
+	mux.HandleTrigger("report-deadline", invoke.TimerTrigger, timerBinding, checkReportDeadline(batches)) // functions/report-deadline
+	mux.HandleTrigger("batch-audit", invoke.TimerTrigger, timerBinding, runAudit(batches))                // functions/batch-audit
 	if err := registerIngest(mux, cfg, tenancy, logger); err != nil {
 		return err
 	}

@@ -17,7 +17,9 @@ import (
 type tenancy struct {
 	tenants *tablestore.Tenants
 	ledger  *tablestore.Ledger
-	auth    *auth.Authenticator
+	// docs are the document statuses, where rejections are recorded.
+	docs *tablestore.Documents
+	auth *auth.Authenticator
 }
 
 // newTenancy builds the Table Storage clients and the authenticator. It does
@@ -39,6 +41,7 @@ func newTenancy(cfg config.Handler) (tenancy, error) {
 	t := tenancy{
 		tenants: tablestore.NewTenants(svc, tablestore.DefaultTenantsTable),
 		ledger:  tablestore.NewLedger(svc, tablestore.LedgerOptions{}),
+		docs:    tablestore.NewDocuments(svc, "", nil),
 	}
 	var verifier *entra.Verifier
 	if cfg.Entra != nil {

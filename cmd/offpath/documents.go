@@ -140,6 +140,7 @@ func printStatus(w io.Writer, st document.Status) {
 	add("content type", st.ContentType)
 	add("alias", st.Alias)
 	add("correlation id", st.CorrelationID)
+	add("correlation note", st.CorrelationNote)
 	add("queue", st.Queue)
 	if st.Deliveries > 0 {
 		add("deliveries", fmt.Sprint(st.Deliveries))
@@ -267,10 +268,6 @@ func (c *cli) reprocess(ctx context.Context, args []string) error {
 		return err
 	}
 	store := docblob.New(blobs, claimcheck.DefaultContainer, ingest.DefaultResultsContainer, 0)
-	props, err := store.Stat(ctx, name)
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
 	rules, err := claimcheck.NewRules(claimcheck.Policy{AccountURL: store.AccountURL(), MaxDocumentBytes: *maxBytes, HeavyThreshold: *heavyBytes})
 	if err != nil {
 		return err
@@ -283,13 +280,11 @@ func (c *cli) reprocess(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	enq, err := ingest.NewEnqueuer(ingest.Options{Rules: rules, Catalog: cat, Alias: *alias, Tenants: tenants, Statuses: docs})
+	enq, err := ingest.NewEnqueuer(ingest.Options{Rules: rules, Catalog: cat, Alias: *alias, Tenants: tenants, Statuses: docs, Blobs: ingest.BlobStore(store)})
 	if err != nil {
 		return err
 	}
-	claim, err := enq.Enqueue(zerolog.Nop().WithContext(ctx), ingest.Upload{
-		Name: name, ETag: props.ETag, Size: props.Size, ContentType: props.ContentType, Metadata: props.Metadata,
-	}, true)
+	claim, err := enq.Enqueue(zerolog.Nop().WithContext(ctx), name, true)
 	if err != nil {
 		return fmt.Errorf("%s is still not acceptable: %w", name, err)
 	}

@@ -120,8 +120,14 @@ func TestRules_Validate(t *testing.T) {
 		{"no model alias", func(m *claimcheck.Message) { m.ModelAlias = "" }, false},
 		{"model alias with slash", func(m *claimcheck.Message) { m.ModelAlias = "../gpt" }, false},
 		{"no correlation id", func(m *claimcheck.Message) { m.CorrelationID = "" }, false},
-		{"correlation id with space", func(m *claimcheck.Message) { m.CorrelationID = "a b" }, false},
+		{"correlation id of text", func(m *claimcheck.Message) { m.CorrelationID = "Zürich–Δ-0042 (batch 7/9)" }, true},
+		{"correlation id of 128 characters", func(m *claimcheck.Message) { m.CorrelationID = strings.Repeat("Δ", 128) }, true},
 		{"long correlation id", func(m *claimcheck.Message) { m.CorrelationID = strings.Repeat("a", 129) }, false},
+		{"correlation id with a newline", func(m *claimcheck.Message) { m.CorrelationID = "a\nb" }, false},
+		{"correlation id with a bidi override", func(m *claimcheck.Message) { m.CorrelationID = "a\u202eb" }, false},
+		{"correlation id with a zero-width space", func(m *claimcheck.Message) { m.CorrelationID = "a\u200bb" }, false},
+		{"correlation id not UTF-8", func(m *claimcheck.Message) { m.CorrelationID = "a\xffb" }, false},
+		{"blank correlation id", func(m *claimcheck.Message) { m.CorrelationID = "   " }, false},
 		{"version zero", func(m *claimcheck.Message) { m.Version = 0 }, false},
 	}
 	for _, tt := range tests {
@@ -239,7 +245,7 @@ func TestRules_Encode_WorstCaseFits(t *testing.T) {
 	m := claimcheck.Message{
 		BlobURL: r.BlobURL(name), ETag: strings.Repeat("E", 128), Size: 1,
 		ContentType: "application/json; charset=" + strings.Repeat("u", 128-len("application/json; charset=")),
-		Tenant:      tenant, ModelAlias: strings.Repeat("m", 64), CorrelationID: strings.Repeat("c", 128),
+		Tenant:      tenant, ModelAlias: strings.Repeat("m", 64), CorrelationID: "c" + strings.Repeat("\u2028", 127), // escaped to six bytes each
 	}
 	data, err := r.Encode(m)
 	if err != nil {

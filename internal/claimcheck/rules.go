@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/offpath/offpath/internal/outcome"
 )
@@ -23,12 +25,14 @@ const (
 
 // Field limits.
 const (
-	maxAccountURL    = 256
-	maxETag          = 128
-	maxContentType   = 128
-	maxModelAlias    = 64
-	maxCorrelationID = 128
+	maxAccountURL  = 256
+	maxETag        = 128
+	maxContentType = 128
+	maxModelAlias  = 64
 )
+
+// MaxCorrelationID is the longest correlation id, in characters.
+const MaxCorrelationID = 128
 
 // DefaultExtensions are the document types the queue path extracts text
 // from (package extract). PDF is not among them: see extract's package
@@ -173,8 +177,8 @@ func (r *Rules) Validate(m Message) error {
 	if !validModelAlias(m.ModelAlias) {
 		errs = append(errs, fmt.Errorf("model alias %q: want [a-z0-9][a-z0-9._-]{0,%d}", truncate(m.ModelAlias), maxModelAlias-1))
 	}
-	if !validCorrelationID(m.CorrelationID) {
-		errs = append(errs, fmt.Errorf("correlation id: want 1 to %d of [A-Za-z0-9._:-]", maxCorrelationID))
+	if !ValidCorrelationID(m.CorrelationID) {
+		errs = append(errs, fmt.Errorf("correlation id: want 1 to %d characters of text, without control or format characters", MaxCorrelationID))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return outcome.Reject("invalid claim check", err)
@@ -219,17 +223,16 @@ func validModelAlias(s string) bool {
 	return true
 }
 
-func validCorrelationID(s string) bool {
-	if s == "" || len(s) > maxCorrelationID {
+// ValidCorrelationID reports whether s may be a correlation id: text of 1
+// to MaxCorrelationID characters in any script, punctuation and spaces
+// included ("Zürich–Δ-0042"), as valid UTF-8 without control (Cc) or format
+// (Cf) characters, and not only spaces. Such an id is safe in JSON logs,
+// whose encoder escapes what needs escaping, and in a claim check.
+func ValidCorrelationID(s string) bool {
+	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > MaxCorrelationID || strings.TrimSpace(s) == "" {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._:-", c) >= 0) {
-			return false
-		}
-	}
-	return true
+	return !strings.ContainsFunc(s, func(r rune) bool { return unicode.In(r, unicode.Cc, unicode.Cf) })
 }
 
 func printableASCII(s string) bool {

@@ -84,6 +84,9 @@ type Status struct {
 	Alias       string `json:"alias,omitempty"`
 	// CorrelationID ties the log lines and ledger rows of the document.
 	CorrelationID string `json:"correlation_id,omitempty"`
+	// CorrelationNote says why CorrelationID was generated when the blob's
+	// own correlation id was refused.
+	CorrelationNote string `json:"correlation_note,omitempty"`
 	// Queue is the Service Bus queue the claim check went to.
 	Queue string `json:"queue,omitempty"`
 

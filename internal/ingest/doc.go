@@ -18,7 +18,7 @@
 //     ingested/{tenant}/{path}.jsonl, meters the usage to the ledger and
 //     records the document's status.
 //
-// Outcomes follow DESIGN.md's table. A content-filter refusal is a result:
+// Outcomes follow package outcome. A content-filter refusal is a result:
 // recorded as refused, metered, answered 2xx; if the summary was refused
 // the chunks are still written. Poison input is rejected, recorded and
 // answered 2xx. Only infrastructure failures answer non-2xx, after package

@@ -4,28 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/claimcheck"
+	"github.com/offpath/offpath/internal/docblob"
 	"github.com/offpath/offpath/internal/document"
 	"github.com/offpath/offpath/internal/extract"
 	"github.com/offpath/offpath/internal/outcome"
 )
-
-// Upload is a blob that landed in the incoming container.
-type Upload struct {
-	// Name is the blob's name in the container, tenant folder first: the
-	// {name} of the trigger path "incoming/{name}".
-	Name        string
-	ETag        string
-	Size        int64
-	ContentType string
-	// Metadata is the blob's user metadata; "correlation_id" (or
-	// "correlationid") names the correlation id the uploader chose.
-	Metadata map[string]string
-}
 
 // Claim is an enqueued document: the claim check and its queue. Queue is
 // empty when there was nothing to send (the version was seen before).
@@ -38,139 +28,169 @@ type Claim struct {
 // Enqueuer is the ingest-enqueue function's logic. It is safe for
 // concurrent use.
 type Enqueuer struct {
-	o       Options
-	tenants *tenantCache
+	o          Options
+	tenants    *tenantCache
+	rejections *Rejections
 }
 
-// NewEnqueuer returns an Enqueuer; Options' Ledger, Models and Blobs are
-// not used.
+// NewEnqueuer returns an Enqueuer; Options' Ledger and Models are not used,
+// and of Blobs only Stat.
 func NewEnqueuer(o Options) (*Enqueuer, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	return &Enqueuer{o: o, tenants: &tenantCache{src: o.Tenants, ttl: o.TenantTTL, now: o.Now}}, nil
+	if o.Blobs == nil {
+		return nil, errors.New("ingest: the enqueuer needs the blobs, to read what it enqueues")
+	}
+	tenants := &tenantCache{src: o.Tenants, ttl: o.TenantTTL, now: o.Now}
+	return &Enqueuer{o: o, tenants: tenants, rejections: &Rejections{tenants: tenants, statuses: o.Statuses, alias: o.Alias, now: o.Now}}, nil
 }
 
 // Rules are the claim-check rules in force.
 func (e *Enqueuer) Rules() *claimcheck.Rules { return e.o.Rules }
 
-// Enqueue validates u and returns its claim check. A rejection is recorded
-// (status rejected, with the reason) and returned as an outcome.Reject;
-// any other error is transient (the trigger is retried). An upload whose
-// version has a status beyond queued already is a duplicate event and
-// returns an empty Claim, unless force (an operator's reprocess) is set.
-func (e *Enqueuer) Enqueue(ctx context.Context, u Upload, force bool) (Claim, error) {
+// Rejections records what the protocol layer rejects, by the same rules as
+// the enqueuer's own rejections.
+func (e *Enqueuer) Rejections() *Rejections { return e.rejections }
+
+// Enqueue validates the blob name of the incoming container and returns
+// its claim check. The blob's ETag, size, content type and metadata come
+// from one Get Properties call on the blob itself, never from the trigger:
+// it proves the blob still exists and pins the version the worker will
+// read. A rejection is recorded (status rejected, with the reason) and
+// returned as an outcome.Reject; any other error is transient (the trigger
+// is retried). A version whose status is beyond queued already is a
+// duplicate event and returns an empty Claim, unless force (an operator's
+// reprocess) is set.
+func (e *Enqueuer) Enqueue(ctx context.Context, blobName string, force bool) (Claim, error) {
 	now := e.o.Now().UTC()
 	rules := e.o.Rules
-	name, err := rules.ParseName(u.Name)
+	name, err := rules.ParseName(blobName)
 	if err != nil {
-		return Claim{}, e.reject(ctx, u, err)
+		return Claim{}, e.reject(ctx, blobName, docblob.Properties{}, err)
 	}
 	if len(name.Name)+len(resultSuffix) > claimcheck.MaxNameBytes {
-		return Claim{}, e.reject(ctx, u, outcome.Reject("invalid blob name", fmt.Errorf("name of %d bytes: its result's name would be longer than %d", len(name.Name), claimcheck.MaxNameBytes)))
+		return Claim{}, e.reject(ctx, blobName, docblob.Properties{}, outcome.Reject("invalid blob name", fmt.Errorf("name of %d bytes: its result's name would be longer than %d", len(name.Name), claimcheck.MaxNameBytes)))
 	}
 	log := zerolog.Ctx(ctx).With().Str("tenant", name.Tenant).Logger()
 	ctx = log.WithContext(ctx)
 	if err := e.tenants.admit(ctx, name.Tenant, e.o.Alias); err != nil {
 		if outcome.Of(err) == outcome.Rejected {
-			return Claim{}, e.reject(ctx, u, err)
+			return Claim{}, e.reject(ctx, blobName, docblob.Properties{}, err)
 		}
+		return Claim{}, err
+	}
+	props, err := e.o.Blobs.Stat(ctx, name.Name)
+	switch {
+	case errors.Is(err, docblob.ErrNotFound):
+		return Claim{}, e.reject(ctx, blobName, props, outcome.Reject("blob is gone", err))
+	case err != nil:
 		return Claim{}, err
 	}
 	policy := rules.Policy()
 	switch {
-	case u.Size <= 0:
-		return Claim{}, e.reject(ctx, u, outcome.Reject(extract.ReasonEmpty, errors.New("0 bytes")))
-	case u.Size > policy.MaxDocumentBytes:
-		return Claim{}, e.reject(ctx, u, outcome.Reject(extract.ReasonTooLarge, fmt.Errorf("%d bytes, more than the limit of %d", u.Size, policy.MaxDocumentBytes)))
+	case props.Size <= 0:
+		return Claim{}, e.reject(ctx, blobName, props, outcome.Reject(extract.ReasonEmpty, errors.New("0 bytes")))
+	case props.Size > policy.MaxDocumentBytes:
+		return Claim{}, e.reject(ctx, blobName, props, outcome.Reject(extract.ReasonTooLarge, fmt.Errorf("%d bytes, more than the limit of %d", props.Size, policy.MaxDocumentBytes)))
 	}
-	if _, err := extract.KindOf(name.Name, u.ContentType); err != nil {
-		return Claim{}, e.reject(ctx, u, err)
+	if _, err := extract.KindOf(name.Name, props.ContentType); err != nil {
+		return Claim{}, e.reject(ctx, blobName, props, err)
 	}
 	if !force {
 		st, err := e.o.Statuses.Get(ctx, name.Tenant, name.Name)
 		if err != nil && !errors.Is(err, document.ErrNotFound) {
 			return Claim{}, err
 		}
-		if err == nil && st.SameVersion(u.ETag) && st.State != document.Queued {
+		if err == nil && st.SameVersion(props.ETag) && st.State != document.Queued {
 			log.Info().Str("state", string(st.State)).Msg("this version was enqueued before; nothing to do")
 			return Claim{}, nil
 		}
 	}
+	corr := correlationOf(props.Metadata)
 	msg := claimcheck.Message{
 		BlobURL:       rules.BlobURL(name),
-		ETag:          strings.Trim(u.ETag, `"`),
-		Size:          u.Size,
-		ContentType:   u.ContentType,
+		ETag:          strings.Trim(props.ETag, `"`),
+		Size:          props.Size,
+		ContentType:   props.ContentType,
 		Tenant:        name.Tenant,
 		ModelAlias:    e.o.Alias,
-		CorrelationID: correlationID(u.Metadata),
+		CorrelationID: corr.id,
 	}
 	body, err := rules.Encode(msg)
 	if err != nil {
-		return Claim{}, e.reject(ctx, u, err)
+		return Claim{}, e.reject(ctx, blobName, props, err)
 	}
 	msg.Version = claimcheck.Version
 	queue := rules.Route(msg)
 	_, err = e.o.Statuses.Put(ctx, name.Name, document.Status{
 		Tenant: name.Tenant, Name: name.Name, BlobURL: msg.BlobURL, ETag: msg.ETag, Size: msg.Size,
-		ContentType: msg.ContentType, Alias: msg.ModelAlias, CorrelationID: msg.CorrelationID, Queue: queue,
-		State: document.Queued, Enqueued: now,
+		ContentType: msg.ContentType, Alias: msg.ModelAlias, CorrelationID: msg.CorrelationID, CorrelationNote: corr.note,
+		Queue: queue, State: document.Queued, Enqueued: now,
 	})
 	if err != nil {
 		return Claim{}, err
+	}
+	if corr.note != "" {
+		log.Warn().Str("correlation_id", msg.CorrelationID).Str("correlation_note", corr.note).Msg("the blob's correlation id was refused; a new one was generated")
 	}
 	log.Info().Str("correlation_id", msg.CorrelationID).Str("queue", queue).Int64("size", msg.Size).Msg("document enqueued")
 	return Claim{Queue: queue, Body: body, Message: msg}, nil
 }
 
-// reject records why u is rejected, under its tenant folder if it has a
-// well-formed one, and returns cause (or the recording's failure).
-func (e *Enqueuer) reject(ctx context.Context, u Upload, cause error) error {
-	now := e.o.Now().UTC()
-	partition := document.Unattributed
-	if t, _, err := claimcheck.SplitTenant(u.Name); err == nil {
-		partition = t
-	}
-	st := document.Status{
-		Tenant: partition, Name: document.Printable(u.Name), ETag: strings.Trim(u.ETag, `"`), Size: u.Size,
-		ContentType: clip(u.ContentType, 128), Alias: e.o.Alias, CorrelationID: correlationID(u.Metadata),
-		State: document.Rejected, Reason: reason(cause), Enqueued: now, Finished: now,
-	}
-	if partition == document.Unattributed {
-		st.Tenant = ""
-	}
-	if _, err := e.o.Statuses.Put(ctx, u.Name, st); err != nil {
-		return fmt.Errorf("record the rejection (%s): %w", st.Reason, err)
+// reject records why the blob name is rejected (with what is known of the
+// blob) and returns cause, or the recording's failure.
+func (e *Enqueuer) reject(ctx context.Context, blobName string, props docblob.Properties, cause error) error {
+	corr := correlationOf(props.Metadata)
+	st := document.Status{ETag: strings.Trim(props.ETag, `"`), Size: props.Size, ContentType: clip(props.ContentType, 128),
+		CorrelationID: corr.id, CorrelationNote: corr.note}
+	if err := e.rejections.record(ctx, blobName, st, cause); err != nil {
+		return err
 	}
 	return cause
 }
 
-// correlationID is the uploader's, if it set a valid one, else a new one.
-func correlationID(md map[string]string) string {
-	for k, v := range md {
-		switch strings.ToLower(k) {
-		case "correlation_id", "correlationid", "x_correlation_id":
-			if validCorrelationID(v) {
-				return v
-			}
-		}
-	}
-	return newCorrelationID()
+// correlation is a document's correlation id and, when the blob's own was
+// refused, why.
+type correlation struct {
+	id   string
+	note string
 }
 
-// validCorrelationID matches claimcheck's rule: 1 to 128 of [A-Za-z0-9._:-].
-func validCorrelationID(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._:-", c) >= 0) {
-			return false
+// correlationOf takes the uploader's correlation id from the blob's
+// metadata ("correlation_id", "correlationid" or "x_correlation_id"), or
+// makes a new one. Blob metadata travels in HTTP headers, which Azure
+// Storage takes as ASCII, so an uploader sends other text percent-encoded
+// (UTF-8): a value with valid percent escapes that decodes to UTF-8 is
+// decoded once ("Z%C3%BCrich" is "Zürich"); one without is taken as it is,
+// which also admits raw UTF-8 where a store passes it through. An id that
+// claimcheck.ValidCorrelationID refuses is replaced, and the note says so.
+func correlationOf(md map[string]string) correlation {
+	for _, key := range []string{"correlation_id", "correlationid", "x_correlation_id"} {
+		v, ok := md[key]
+		if !ok {
+			continue
 		}
+		if strings.Contains(v, "%") {
+			if dec, err := url.PathUnescape(v); err == nil && utf8.ValidString(dec) {
+				v = dec
+			}
+		}
+		if claimcheck.ValidCorrelationID(v) {
+			return correlation{id: v}
+		}
+		why := "has control or format characters"
+		switch {
+		case !utf8.ValidString(v):
+			why = "is not UTF-8"
+		case utf8.RuneCountInString(v) > claimcheck.MaxCorrelationID:
+			why = fmt.Sprintf("is longer than %d characters", claimcheck.MaxCorrelationID)
+		case strings.TrimSpace(v) == "":
+			why = "is blank"
+		}
+		return correlation{id: newCorrelationID(), note: fmt.Sprintf("generated: the blob's %s metadata %s", key, why)}
 	}
-	return true
+	return correlation{id: newCorrelationID()}
 }
 
 func clip(s string, n int) string {

@@ -2,11 +2,11 @@ package ingest_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/offpath/offpath/internal/document"
-	"github.com/offpath/offpath/internal/ingest"
 	"github.com/offpath/offpath/internal/outcome"
 )
 
@@ -19,8 +19,9 @@ func TestEnqueue_RoutesBySize(t *testing.T) {
 		size  int64
 		queue string
 	}{{"acme/small.txt", 1, "doc-ingest"}, {"acme/edge.csv", 1<<20 - 1, "doc-ingest"}, {"acme/big.json", 1 << 20, "doc-ingest-heavy"}} {
-		c, err := f.enq.Enqueue(ctx, ingest.Upload{Name: tc.name, ETag: `"0x1"`, Size: tc.size, Metadata: map[string]string{"correlation_id": "upload-42"}}, false)
-		if err != nil || c.Queue != tc.queue || c.Message.CorrelationID != "upload-42" || c.Message.ETag != "0x1" || len(c.Body) > 4096 {
+		etag := f.blobs.putSized(tc.name, tc.size, map[string]string{"correlation_id": "upload-42"})
+		c, err := f.enq.Enqueue(ctx, tc.name, false)
+		if err != nil || c.Queue != tc.queue || c.Message.CorrelationID != "upload-42" || c.Message.ETag != etag || c.Message.Size != tc.size || len(c.Body) > 4096 {
 			t.Errorf("Enqueue(%s, %d bytes) = %+v, %v; want queue %s", tc.name, tc.size, c, err, tc.queue)
 		}
 		if strings.Contains(string(c.Body), "Sentence") {
@@ -31,10 +32,77 @@ func TestEnqueue_RoutesBySize(t *testing.T) {
 			t.Errorf("status of %s = %+v, %v", tc.name, st, err)
 		}
 	}
-	// A bad correlation id is replaced, not trusted.
-	c, err := f.enq.Enqueue(ctx, ingest.Upload{Name: "acme/x.txt", ETag: "0x2", Size: 10, Metadata: map[string]string{"CorrelationId": "a b\nc"}}, false)
-	if err != nil || len(c.Message.CorrelationID) != 32 {
-		t.Errorf("bad correlation id: %+v, %v", c.Message, err)
+}
+
+// TestEnqueue_CorrelationIDs: any printable text of up to 128 characters,
+// raw or percent-encoded, is the document's correlation id; anything else is
+// replaced by a new one, and the status says why.
+func TestEnqueue_CorrelationIDs(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	ctx := context.Background()
+	tests := []struct {
+		value, want, note string
+	}{
+		{"Zürich–Δ-0042", "Zürich–Δ-0042", ""},
+		{"Z%C3%BCrich%E2%80%93%CE%94-0042", "Zürich–Δ-0042", ""},
+		{"order 7/9, «urgent» 東京", "order 7/9, «urgent» 東京", ""},
+		{"100% sure", "100% sure", ""}, // no valid escape: taken as it is
+		{"a%2Fb%20c", "a/b c", ""},
+		{strings.Repeat("Δ", 128), strings.Repeat("Δ", 128), ""},
+		{strings.Repeat("Δ", 129), "", "longer than 128 characters"},
+		{"a\nb", "", "control or format characters"},
+		{"a%0Ab", "", "control or format characters"},
+		{"a\u202eb", "", "control or format characters"},
+		{"a\u200db", "", "control or format characters"},
+		{"bad\xffutf8", "", "is not UTF-8"},
+		{"%FF", "%FF", ""}, // decodes to no UTF-8: taken as it is
+		{"   ", "", "is blank"},
+	}
+	for i, tt := range tests {
+		name := fmt.Sprintf("acme/corr-%d.txt", i)
+		f.blobs.putSized(name, 10, map[string]string{"correlation_id": tt.value})
+		c, err := f.enq.Enqueue(ctx, name, false)
+		if err != nil {
+			t.Fatalf("Enqueue(%q) = %v", tt.value, err)
+		}
+		st, _ := f.statuses.Get(ctx, "acme", name)
+		got := c.Message.CorrelationID
+		if tt.want != "" {
+			if got != tt.want || st.CorrelationID != tt.want || st.CorrelationNote != "" {
+				t.Errorf("correlation id %q: claim %q, status %q (%s); want %q", tt.value, got, st.CorrelationID, st.CorrelationNote, tt.want)
+			}
+			continue
+		}
+		if len(got) != 32 || st.CorrelationID != got || !strings.Contains(st.CorrelationNote, tt.note) || !strings.HasPrefix(st.CorrelationNote, "generated") {
+			t.Errorf("correlation id %q: claim %q, status %q (%q); want a new id and a note: %s", tt.value, got, st.CorrelationID, st.CorrelationNote, tt.note)
+		}
+	}
+	f.blobs.putSized("acme/none.txt", 10, nil)
+	if c, err := f.enq.Enqueue(ctx, "acme/none.txt", false); err != nil || len(c.Message.CorrelationID) != 32 {
+		t.Errorf("no correlation id: %+v, %v; want a new one", c.Message, err)
+	} else if st, _ := f.statuses.Get(ctx, "acme", "acme/none.txt"); st.CorrelationNote != "" {
+		t.Errorf("no correlation id: note %q, want none", st.CorrelationNote)
+	}
+}
+
+// TestEnqueue_PropertiesComeFromStorage: the claim check is made from the
+// blob as storage reports it, and a blob that is gone is a recorded
+// rejection.
+func TestEnqueue_PropertiesComeFromStorage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	ctx := context.Background()
+	f.blobs.put("acme/a.md", []byte("# title"))
+	etag := f.blobs.put("acme/a.md", []byte("# a newer version")) // replaced before the event was handled
+	c, err := f.enq.Enqueue(ctx, "acme/a.md", false)
+	if err != nil || c.Message.ETag != etag || c.Message.Size != int64(len("# a newer version")) {
+		t.Errorf("Enqueue = %+v, %v; want version %s as stored", c.Message, err, etag)
+	}
+	_, err = f.enq.Enqueue(ctx, "acme/gone.txt", false)
+	st, serr := f.statuses.Get(ctx, "acme", "acme/gone.txt")
+	if outcome.Of(err) != outcome.Rejected || serr != nil || st.State != document.Rejected || !strings.Contains(st.Reason, "blob is gone") {
+		t.Errorf("a blob that is gone: %v; status %+v, %v; want a recorded rejection", err, st, serr)
 	}
 }
 
@@ -50,7 +118,7 @@ func TestEnqueue_HostileUploadsAreRejectedAndRecorded(t *testing.T) {
 		reason    string
 		partition string
 	}{
-		{"ghost/a.txt", 10, "unknown tenant", "ghost"},
+		{"ghost/a.txt", 10, "unknown tenant", document.Unattributed}, // no such tenant: nobody's partition
 		{"sleep/a.txt", 10, "tenant suspended", "sleep"},
 		{"nope/a.txt", 10, "alias not allowed", "nope"},
 		{"acme/zero.txt", 0, "empty document", "acme"},
@@ -71,7 +139,8 @@ func TestEnqueue_HostileUploadsAreRejectedAndRecorded(t *testing.T) {
 		{"acme/bad\xffutf8.txt", 10, "invalid blob name", "acme"},
 	}
 	for _, tt := range tests {
-		c, err := f.enq.Enqueue(ctx, ingest.Upload{Name: tt.name, ETag: "0x9", Size: tt.size}, false)
+		f.blobs.putSized(tt.name, tt.size, nil)
+		c, err := f.enq.Enqueue(ctx, tt.name, false)
 		if outcome.Of(err) != outcome.Rejected || !strings.Contains(err.Error(), tt.reason) || c.Queue != "" {
 			t.Errorf("Enqueue(%q) = %+v, %v; want rejected: %s", tt.name, c, err, tt.reason)
 			continue
@@ -88,7 +157,8 @@ func TestEnqueue_HostileUploadsAreRejectedAndRecorded(t *testing.T) {
 	}
 	// A long name within the limits is a name like any other.
 	long := "acme/" + strings.Repeat("n", 1000) + ".txt"
-	if c, err := f.enq.Enqueue(ctx, ingest.Upload{Name: long, ETag: "0x9", Size: 10}, false); err != nil || c.Queue != "doc-ingest" {
+	f.blobs.putSized(long, 10, nil)
+	if c, err := f.enq.Enqueue(ctx, long, false); err != nil || c.Queue != "doc-ingest" {
 		t.Errorf("Enqueue(1,009-byte name) = %v", err)
 	}
 }

@@ -123,8 +123,11 @@ func (l *memLedger) entries() []ledger.Entry {
 }
 
 type memBlob struct {
-	data []byte
-	etag string
+	data        []byte
+	etag        string
+	size        int64 // len(data), or a size declared by putSized
+	contentType string
+	meta        map[string]string
 }
 
 type memBlobs struct {
@@ -141,12 +144,31 @@ func newMemBlobs() *memBlobs {
 
 // put stores a document and returns its ETag.
 func (b *memBlobs) put(name string, data []byte) string {
+	return b.store(name, memBlob{data: data, size: int64(len(data))})
+}
+
+// putSized stores a document of size bytes whose content is never read.
+func (b *memBlobs) putSized(name string, size int64, meta map[string]string) string {
+	return b.store(name, memBlob{size: size, meta: meta})
+}
+
+func (b *memBlobs) store(name string, blob memBlob) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.seq++
-	etag := fmt.Sprintf("0x8D%012d", b.seq)
-	b.incoming[name] = memBlob{data, etag}
-	return etag
+	blob.etag = fmt.Sprintf("0x8D%012d", b.seq)
+	b.incoming[name] = blob
+	return blob.etag
+}
+
+func (b *memBlobs) Stat(_ context.Context, name string) (docblob.Properties, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	blob, ok := b.incoming[name]
+	if !ok {
+		return docblob.Properties{}, fmt.Errorf("read %s: %w", name, docblob.ErrNotFound)
+	}
+	return docblob.Properties{ETag: blob.etag, Size: blob.size, ContentType: blob.contentType, Metadata: blob.meta}, nil
 }
 
 func (b *memBlobs) Open(_ context.Context, name, etag string) (io.ReadCloser, docblob.Properties, error) {
@@ -292,9 +314,9 @@ func newFixture(tb testing.TB, fo fixtureOptions) *fixture {
 func (f *fixture) drop(tb testing.TB, name string, data []byte) ingest.Claim {
 	tb.Helper()
 	etag := f.blobs.put(name, data)
-	claim, err := f.enq.Enqueue(context.Background(), ingest.Upload{Name: name, ETag: etag, Size: int64(len(data))}, false)
-	if err != nil {
-		tb.Fatalf("Enqueue(%q) = %v", name, err)
+	claim, err := f.enq.Enqueue(context.Background(), name, false)
+	if err != nil || claim.Message.ETag != etag {
+		tb.Fatalf("Enqueue(%q) = %+v, %v; want version %s", name, claim.Message, err, etag)
 	}
 	return claim
 }

@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"strings"
 
 	"github.com/offpath/offpath/internal/invoke"
 )
@@ -25,7 +24,10 @@ const (
 )
 
 // EnqueueFunc is the ingest-enqueue function: a blob trigger whose claim
-// check leaves through the output binding of its queue.
+// check leaves through the output binding of its queue. Of the envelope it
+// takes only the blob's name: whatever the shape of its Properties, the
+// older SDK's, the 5.x extension's, an Event Grid event or a deferred
+// descriptor, the claim check is made from the blob as storage reports it.
 func EnqueueFunc(e *Enqueuer) invoke.Func {
 	policy := e.o.Rules.Policy()
 	outputs := map[string]string{policy.LightQueue: LightOutput, policy.HeavyQueue: HeavyOutput}
@@ -34,17 +36,7 @@ func EnqueueFunc(e *Enqueuer) invoke.Func {
 		if err != nil {
 			return invoke.Result{}, err
 		}
-		name := b.Name
-		if v, ok := req.Meta("name"); ok {
-			if s, err := v.String(); err == nil && s != "" {
-				name = s
-			}
-		}
-		md := make(map[string]string, len(b.Metadata))
-		for k, v := range b.Metadata {
-			md[strings.ToLower(k)] = v
-		}
-		claim, err := e.Enqueue(ctx, Upload{Name: name, ETag: b.ETag, Size: b.Length, ContentType: b.ContentType, Metadata: md}, false)
+		claim, err := e.Enqueue(ctx, b.Name, false)
 		if err != nil || claim.Queue == "" {
 			return invoke.Result{}, err
 		}

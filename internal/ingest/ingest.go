@@ -61,6 +61,8 @@ type Models interface {
 // Blobs reads documents and writes results; BlobStore adapts a
 // *docblob.Store. Errors are docblob's (ErrNotFound, ErrChanged).
 type Blobs interface {
+	// Stat reads a document's properties (one Get Properties call).
+	Stat(ctx context.Context, name string) (docblob.Properties, error)
 	Open(ctx context.Context, name, etag string) (io.ReadCloser, docblob.Properties, error)
 	NewResult(name string) ResultWriter
 	DeleteResult(ctx context.Context, name string) error
@@ -77,6 +79,9 @@ func BlobStore(s *docblob.Store) Blobs { return blobStore{s} }
 
 type blobStore struct{ s *docblob.Store }
 
+func (b blobStore) Stat(ctx context.Context, name string) (docblob.Properties, error) {
+	return b.s.Stat(ctx, name)
+}
 func (b blobStore) Open(ctx context.Context, name, etag string) (io.ReadCloser, docblob.Properties, error) {
 	return b.s.Open(ctx, name, etag)
 }
@@ -94,7 +99,7 @@ type Options struct {
 	Alias    string
 	Tenants  Tenants
 	Statuses Statuses
-	// Ledger, Models and Blobs are needed by the Processor only.
+	// Ledger and Models are needed by the Processor only; Blobs by both.
 	Ledger Ledger
 	Models Models
 	Blobs  Blobs

@@ -40,8 +40,9 @@ type Delivery struct {
 // concurrent use; build one per process, so that its tenant cache and the
 // Models' rate limiter are shared by every invocation.
 type Processor struct {
-	o       Options
-	tenants *tenantCache
+	o          Options
+	tenants    *tenantCache
+	rejections *Rejections
 }
 
 // NewProcessor returns a Processor.
@@ -52,7 +53,8 @@ func NewProcessor(o Options) (*Processor, error) {
 	if o.Ledger == nil || o.Models == nil || o.Blobs == nil {
 		return nil, errors.New("ingest: the processor needs a ledger, models and blobs")
 	}
-	return &Processor{o: o, tenants: &tenantCache{src: o.Tenants, ttl: o.TenantTTL, now: o.Now}}, nil
+	tenants := &tenantCache{src: o.Tenants, ttl: o.TenantTTL, now: o.Now}
+	return &Processor{o: o, tenants: tenants, rejections: &Rejections{tenants: tenants, statuses: o.Statuses, alias: o.Alias, now: o.Now}}, nil
 }
 
 // Process redeems one claim check and returns the document's status. The
@@ -90,25 +92,9 @@ func (p *Processor) Process(ctx context.Context, d Delivery) (document.Status, e
 }
 
 // rejectMessage records a claim check that names no document it may
-// touch (malformed, outside the incoming container, another tenant's
-// folder) in the unattributed partition: never under a tenant, whose
-// records such a message must not be able to change.
+// touch; see Rejections.
 func (p *Processor) rejectMessage(ctx context.Context, d Delivery, cause error) (document.Status, error) {
-	now := p.o.Now().UTC()
-	key := "message " + d.MessageID
-	if d.MessageID == "" {
-		sum := sha256.Sum256(d.Body)
-		key = "message sha256:" + hex.EncodeToString(sum[:16])
-	}
-	st := document.Status{
-		Name: document.Printable(key), Size: int64(len(d.Body)), Queue: d.Queue, State: document.Rejected,
-		Reason: reason(cause), Deliveries: d.DeliveryCount, Enqueued: d.EnqueuedTime.UTC(), Finished: now,
-	}
-	st, err := p.o.Statuses.Put(ctx, key, st)
-	if err != nil {
-		return st, fmt.Errorf("record the rejected message (%s): %w", reason(cause), err)
-	}
-	return st, cause
+	return p.rejections.recordMessage(ctx, d, cause)
 }
 
 // job is the processing of one delivery.

@@ -1,6 +1,7 @@
 package invoke
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -63,38 +64,90 @@ func TestRequest_ServiceBus(t *testing.T) {
 
 func TestRequest_Blob(t *testing.T) {
 	t.Parallel()
+	csv := []byte("id,qty\n7,3\n")
 	tests := []struct {
-		file   string
-		want   Blob
-		tenant string
+		file string
+		want Blob
 	}{
+		// The older SDK: Length, ContentMD5, Created, a quoted ETag, enums as numbers.
+		{"blob-oldsdk.json", Blob{
+			Content: csv, URL: "https://stexample.blob.core.windows.net/incoming/contoso/batch-003.csv",
+			Container: "incoming", Name: "contoso/batch-003.csv", ETag: "0x8DD5A1B2C3D4E61", ContentType: "text/csv", Length: 12,
+			LastModified: utc("2025-03-01T08:00:00Z"), Created: utc("2025-03-01T07:59:59Z"),
+			Metadata: map[string]string{"CorrelationId": "corr-9"},
+		}},
+		// The same with ContentLength and no BlobTrigger: located by Uri.
 		{"blob-binary.json", Blob{
-			Content: []byte("id,qty\n7,3\n"), URL: "https://stexample.blob.core.windows.net/incoming/contoso/batch-001.csv",
-			Name: "contoso/batch-001.csv", ETag: "0x8DD5A1B2C3D4E5F", ContentType: "text/csv", Length: 12,
-			Metadata: map[string]string{"correlationid": "corr-7"},
-		}, "contoso"},
+			Content: csv, URL: "https://stexample.blob.core.windows.net/incoming/contoso/batch-001.csv",
+			Container: "incoming", Name: "contoso/batch-001.csv", ETag: "0x8DD5A1B2C3D4E5F", ContentType: "text/csv", Length: 12,
+			LastModified: utc("2025-03-01T08:00:00Z"), Metadata: map[string]string{"correlationid": "corr-7"},
+		}},
+		// Storage extension 5.x: ETag {}, ContentLength, ContentHash, CreatedOn, "never" dates.
+		{"blob-5x.json", Blob{
+			Content: csv, URL: "https://stexample.blob.core.windows.net/incoming/contoso/batch-002.csv",
+			Container: "incoming", Name: "contoso/batch-002.csv", ContentType: "text/csv", Length: 12,
+			LastModified: utc("2025-03-01T08:00:00Z"), Created: utc("2025-03-01T07:59:59Z"),
+			Metadata: map[string]string{"correlation_id": "corr-8"},
+		}},
+		// 5.x, deferred binding, enums as strings, a length as a string, a
+		// "never" creation date; the descriptor's own ContentType is not the blob's.
+		{"blob-5x-deferred.json", Blob{
+			Deferred: true, URL: "http://127.0.0.1:10000/devstoreaccount1/incoming/contoso/kb/Z%C3%BCrich%20notes.md",
+			Container: "incoming", Name: "contoso/kb/Zürich notes.md", ContentType: "text/markdown", Length: 284,
+			LastModified: utc("2025-03-01T08:00:00Z"), Metadata: map[string]string{"correlation_id": "Z%C3%BCrich%E2%80%93%CE%94-0042"},
+		}},
+		// The older deferred shape, located by Uri on Azurite (path-style).
 		{"blob-deferred.json", Blob{
 			Deferred: true, URL: "http://127.0.0.1:10000/devstoreaccount1/incoming/contoso/manual%20v2.pdf",
-			Name: "contoso/manual v2.pdf", ETag: "0x8DD5A1B2C3D4E60", ContentType: "application/pdf", Length: 8388608,
+			Container: "incoming", Name: "contoso/manual v2.pdf", ETag: "0x8DD5A1B2C3D4E60", ContentType: "application/pdf", Length: 8388608,
 			Metadata: map[string]string{},
-		}, "contoso"},
+		}},
+		// The Event Grid source: the same binding data, 5.x Properties, a deferred descriptor.
+		{"blob-eventgrid.json", Blob{
+			Deferred: true, URL: "https://stexample.blob.core.windows.net/incoming/contoso/reports/q1.txt",
+			Container: "incoming", Name: "contoso/reports/q1.txt", ContentType: "text/plain", Length: 524288,
+			LastModified: utc("2025-03-01T08:00:00Z"), Created: utc("2025-03-01T08:00:00Z"), Metadata: map[string]string{},
+		}},
+		// A BlobCreated event itself in Data, as an array of one, nothing in Metadata.
+		{"blob-eventgrid-event.json", Blob{
+			Deferred: true, URL: "https://stexample.blob.core.windows.net/incoming/contoso/reports/q2.txt",
+			Container: "incoming", Name: "contoso/reports/q2.txt", ETag: "0x8D4BCC2E4835CD0", ContentType: "text/plain", Length: 524288,
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			t.Parallel()
-			r := loadEnvelope(t, tt.file)
-			got, err := r.Blob("blob")
+			got, err := loadEnvelope(t, tt.file).Blob("blob")
 			if err != nil {
 				t.Fatalf("Blob: %v", err)
 			}
 			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("Blob(%s) =\n%+v\nwant\n%+v", tt.file, got, tt.want)
-			}
-			v, _ := r.Meta("tenant")
-			if s, err := v.String(); err != nil || s != tt.tenant {
-				t.Errorf("Meta(tenant) = %q, %v; want %q", s, err, tt.tenant)
+				t.Errorf("Blob(%s) =\n%#v\nwant\n%#v", tt.file, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestRequest_BlobPropertiesNeverFail: whatever Properties and Metadata
+// hold, the blob decodes; only what locates it matters.
+func TestRequest_BlobPropertiesNeverFail(t *testing.T) {
+	t.Parallel()
+	for _, props := range []string{
+		`null`, `{}`, `"not an object"`, `"{\"ContentLength\":5}"`, `[1,2]`, `42`, `true`,
+		`{"ETag": 7, "ContentLength": "many", "Length": -1, "ContentType": {"x": 1}, "CreatedOn": "yesterday", "LastModified": 12}`,
+		`{"ETag": {"value": "0x1"}, "ContentHash": [1,2,3], "BlobType": "Page", "Unknown": {"deep": [{"er": null}]}}`,
+	} {
+		for _, md := range []string{`null`, `{}`, `{"a": 1, "b": {"c": 2}, "d": "ok"}`, `"text"`, `[]`} {
+			body := `{"Data": {"blob": "aGk="}, "Metadata": {"Uri": "\"https://st.blob.core.windows.net/incoming/acme/a.txt\"", "Properties": ` + props + `, "Metadata": ` + md + `}}`
+			var r Request
+			if err := parseRequest(&r, []byte(body)); err != nil {
+				t.Fatalf("parseRequest(%s): %v", body, err)
+			}
+			b, err := r.Blob("blob")
+			if err != nil || b.Name != "acme/a.txt" || string(b.Content) != "hi" {
+				t.Errorf("Properties %s, Metadata %s: %+v, %v; want the blob located", props, md, b, err)
+			}
+		}
 	}
 }
 
@@ -223,12 +276,14 @@ func TestRequest_Malformed(t *testing.T) {
 		body string
 		use  func(*Request) error
 	}{
-		{"not JSON", `{"Data": {`, nil},
-		{"array", `[1,2]`, nil},
 		{"Data is a string", `{"Data": "x"}`, nil},
 		{"Metadata is a number", `{"Data": {}, "Metadata": 5}`, nil},
 		{"missing Data", `{"Metadata": {}}`, func(r *Request) error { _, err := r.ServiceBus("message"); return err }},
 		{"missing binding", `{"Data": {"other": "AA=="}}`, func(r *Request) error { _, err := r.Blob("blob"); return err }},
+		{"blob is a number", `{"Data": {"blob": 5}, "Metadata": {"name": "\"acme/a.txt\""}}`, func(r *Request) error { _, err := r.Blob("blob"); return err }},
+		{"blob is invalid base64", `{"Data": {"blob": "%%%"}, "Metadata": {"name": "\"acme/a.txt\""}}`, func(r *Request) error { _, err := r.Blob("blob"); return err }},
+		{"blob is an array of two", `{"Data": {"blob": [{}, {}]}, "Metadata": {"name": "\"acme/a.txt\""}}`, func(r *Request) error { _, err := r.Blob("blob"); return err }},
+		{"nothing locates the blob", `{"Data": {"blob": "AA=="}, "Metadata": {"Properties": {}}}`, func(r *Request) error { _, err := r.Blob("blob"); return err }},
 		{"timer is a string", `{"Data": {"timer": "\"x\""}}`, func(r *Request) error { _, err := r.Timer("timer"); return err }},
 		{"DeliveryCount is a word", `{"Data": {"message": "AA=="}, "Metadata": {"DeliveryCount": "\"many\""}}`, func(r *Request) error { _, err := r.ServiceBus("message"); return err }},
 		{"req is an array", `{"Data": {"req": []}}`, func(r *Request) error { _, err := r.HTTP("req"); return err }},
@@ -249,8 +304,18 @@ func TestRequest_Malformed(t *testing.T) {
 	}
 }
 
+func TestRequest_NotAnEnvelope(t *testing.T) {
+	t.Parallel()
+	for _, body := range []string{``, `{"Data": {`, `[1,2]`, `null`, `"x"`, `7`} {
+		var r Request
+		if err := parseRequest(&r, []byte(body)); !errors.Is(err, errNotEnvelope) {
+			t.Errorf("parseRequest(%q) = %v, want not an envelope", body, err)
+		}
+	}
+}
+
 func FuzzParseRequest(f *testing.F) {
-	for _, name := range []string{"servicebus-binary.json", "blob-binary.json", "timer.json", "http-envelope.json"} {
+	for _, name := range []string{"servicebus-binary.json", "blob-binary.json", "blob-5x.json", "blob-eventgrid-event.json", "timer.json", "http-envelope.json"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			f.Fatal(err)

@@ -16,12 +16,18 @@
 //   - Every invocation runs behind panic recovery, a logger carrying its
 //     invocation id and function name (whose lines are also returned in Logs),
 //     and a deadline below the host's functionTimeout.
+//   - Data no retry can fix is a rejection, never a retry: an envelope whose
+//     trigger data cannot be decoded (a wrong JSON type, invalid base64, no
+//     Data, nothing that locates a blob) is answered 2xx, so the host
+//     completes the trigger, and handed to Options.Rejections to record;
+//     Mux.reject is that one rule, for every trigger. A body that is no
+//     envelope at all (not JSON, not an object) is answered 400.
+//   - Blob Properties are advisory (see Blob): every known shape decodes,
+//     and an unknown or missing one decodes to nothing rather than failing.
 //   - The outcome of a function (package outcome) maps to the reply in one
 //     place, Mux.reply: done, refused and rejected complete the trigger;
 //     transient failures answer non-2xx so that the host retries (Service Bus
 //     abandons and eventually dead-letters; blobs retry then go poison; timers
 //     log and fire again), except HTTP envelope functions, whose caller gets a
 //     503 with Retry-After.
-//
-// The protocol reference is shared/reference/functions-custom-handler.md.
 package invoke

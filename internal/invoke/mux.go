@@ -3,6 +3,7 @@ package invoke
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -57,6 +58,31 @@ type Options struct {
 	// MaxBody caps an envelope's size; a larger one is answered 413.
 	// Default 32 MiB (a blob trigger inlines its blob as base64).
 	MaxBody int64
+	// Rejections records the invocations whose data cannot be decoded. Nil:
+	// they are only logged.
+	Rejections Recorder
+}
+
+// Rejection is an invocation whose data cannot be decoded (see Mux): no
+// retry can fix it, so it is answered 2xx and recorded.
+type Rejection struct {
+	Function     string
+	InvocationID string
+	Trigger      Trigger
+	// Binding is the trigger binding's name, if it was registered.
+	Binding string
+	// Reason says what is wrong, never what the payload holds.
+	Reason string
+	// Request is what could be read of the envelope, for the recorder to
+	// attribute the rejection (a blob name, a message id); it may be empty
+	// and is only valid during the call.
+	Request *Request
+}
+
+// Recorder records rejections. An error is a failure a retry can fix: the
+// invocation is then answered as transient, so nothing is lost unrecorded.
+type Recorder interface {
+	RecordRejection(ctx context.Context, r Rejection) error
 }
 
 // Mux routes the host's requests: GET / (readiness), POST /{Function}
@@ -71,6 +97,7 @@ type Mux struct {
 
 type route struct {
 	trigger Trigger
+	binding string
 	fn      Func
 }
 
@@ -96,8 +123,18 @@ func NewMux(logger zerolog.Logger, opts Options) *Mux {
 }
 
 // Handle registers fn as the function name (its folder name, case-sensitive).
+// fn decodes its trigger itself; prefer HandleTrigger.
 func (m *Mux) Handle(name string, trigger Trigger, fn Func) {
-	m.funcs[name] = route{trigger: trigger, fn: fn}
+	m.HandleTrigger(name, trigger, "", fn)
+}
+
+// HandleTrigger registers fn as the function name whose trigger binding is
+// called binding (as in its function.json). The Mux decodes the trigger
+// before fn runs, so an envelope whose trigger data cannot be decoded is
+// rejected by the same rule for every function, whether or not fn would
+// have read it.
+func (m *Mux) HandleTrigger(name string, trigger Trigger, binding string, fn Func) {
+	m.funcs[name] = route{trigger: trigger, binding: binding, fn: fn}
 }
 
 // Forward serves HTTP functions that run in forwarding mode: the host sends
@@ -146,20 +183,27 @@ func (m *Mux) serveInvocation(w http.ResponseWriter, r *http.Request, name strin
 		writeError(w, status, err.Error())
 		return
 	}
-	if err := parseRequest(&req, buf.Bytes()); err != nil {
+	err := parseRequest(&req, buf.Bytes())
+	if errors.Is(err, errNotEnvelope) {
 		log.Warn().Err(err).Str("trigger", rt.trigger.String()).Msg("envelope refused")
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 
 	ctx, cancel := context.WithTimeout(log.WithContext(r.Context()), m.opts.Timeout)
-	res, err := call(ctx, rt.fn, &req)
+	if err == nil && rt.binding != "" {
+		err = req.check(rt.trigger, rt.binding)
+	}
+	var res Result
+	if err == nil {
+		res, err = call(ctx, rt.fn, &req)
+	}
+	if isBadEnvelope(err) {
+		res, err = Result{}, m.reject(ctx, &req, rt, err)
+	}
 	cancel()
 
 	kind := outcome.Of(err)
-	if isBadEnvelope(err) {
-		kind = outcome.Transient // the host sent what the function cannot read: retry, then dead-letter
-	}
 	ev := log.Info()
 	switch kind {
 	case outcome.Refused, outcome.Rejected:
@@ -183,6 +227,41 @@ func (m *Mux) serveInvocation(w http.ResponseWriter, r *http.Request, name strin
 		return
 	}
 	writeJSON(w, http.StatusOK, body)
+}
+
+// reject is the protocol's one rule for data no retry can fix: the
+// invocation is a rejection, answered 2xx so that the host completes the
+// trigger (a Service Bus message is not redelivered, let alone
+// dead-lettered; a blob is not retried into the poison queue), and recorded.
+// Only when the recording fails is it transient: a retry can fix that.
+func (m *Mux) reject(ctx context.Context, req *Request, rt route, cause error) error {
+	rejected := outcome.Reject("undecodable invocation", cause)
+	if m.opts.Rejections == nil {
+		return rejected
+	}
+	err := m.opts.Rejections.RecordRejection(ctx, Rejection{Function: req.Function, InvocationID: req.InvocationID,
+		Trigger: rt.trigger, Binding: rt.binding, Reason: cause.Error(), Request: req})
+	if err != nil {
+		return fmt.Errorf("record the rejection (%v): %w", cause, err)
+	}
+	return rejected
+}
+
+// check decodes the trigger binding by its kind, to find out whether it
+// can be.
+func (r *Request) check(t Trigger, binding string) error {
+	var err error
+	switch t {
+	case ServiceBusTrigger:
+		_, err = r.ServiceBus(binding)
+	case BlobTrigger:
+		_, err = r.Blob(binding)
+	case TimerTrigger:
+		_, err = r.Timer(binding)
+	case HTTPTrigger:
+		_, err = r.HTTP(binding)
+	}
+	return err
 }
 
 // reply maps an outcome to the status and result the host receives: the one

@@ -21,7 +21,7 @@ import (
 	"github.com/offpath/offpath/internal/outcome"
 )
 
-// hostReply is the host's view of a reply (shared/reference §4).
+// hostReply is the host's view of a reply: Outputs, Logs, ReturnValue.
 type hostReply struct {
 	Outputs     map[string]json.RawMessage
 	Logs        []string
@@ -220,8 +220,7 @@ func TestMux_HostileInput(t *testing.T) {
 		{"malformed JSON", []byte(`{"Data": {"message": "AA==",`), http.StatusBadRequest},
 		{"empty body", nil, http.StatusBadRequest},
 		{"not an object", []byte(`"hello"`), http.StatusBadRequest},
-		{"missing Data", []byte(`{"Metadata": {"sys": {}}}`), http.StatusInternalServerError},
-		{"wrong type for the trigger", []byte(`{"Data": {"message": 12}}`), http.StatusInternalServerError},
+		{"JSON null", []byte(`null`), http.StatusBadRequest},
 		{"50 MB body", huge, http.StatusRequestEntityTooLarge},
 	}
 	for _, tt := range tests {
@@ -245,6 +244,111 @@ func TestMux_HostileInput(t *testing.T) {
 		m.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/ingest-process", nil))
 		if rec.Code != http.StatusMethodNotAllowed {
 			t.Errorf("GET invocation: status %d, want 405", rec.Code)
+		}
+	})
+}
+
+// recorder is a Recorder that keeps what it was given.
+type recorder struct {
+	fail error
+	got  []invoke.Rejection
+}
+
+func (r *recorder) RecordRejection(_ context.Context, rej invoke.Rejection) error {
+	rej.Request = nil // valid during the call only
+	r.got = append(r.got, rej)
+	return r.fail
+}
+
+// TestMux_UndecodableIsARecordedRejection walks every trigger kind with
+// data no retry can fix: each is answered 2xx (an HTTP envelope's caller
+// gets a 400), recorded once, and never reaches the function.
+func TestMux_UndecodableIsARecordedRejection(t *testing.T) {
+	t.Parallel()
+	triggers := []struct {
+		kind    invoke.Trigger
+		binding string
+		good    string // a decodable Data.<binding>
+	}{
+		{invoke.ServiceBusTrigger, "message", `"eyJhIjoxfQ=="`},
+		{invoke.BlobTrigger, "blob", `{"Source":"AzureStorageBlobs","Content":{"Length":3}}`},
+		{invoke.TimerTrigger, "timer", `{"IsPastDue":false}`},
+		{invoke.HTTPTrigger, "req", `{"Method":"POST","Url":"http://x/api/a"}`},
+	}
+	garbage := []struct{ name, body string }{
+		{"invalid base64", `{"Data": {"%s": "!!not base64!!"}, "Metadata": {"name": "\"acme/a.txt\""}}`},
+		{"wrong JSON type", `{"Data": {"%s": 12}, "Metadata": {"name": "\"acme/a.txt\""}}`},
+		{"array", `{"Data": {"%s": [1, 2]}, "Metadata": {"name": "\"acme/a.txt\""}}`},
+		{"missing Data", `{"Metadata": {"name": "\"acme/a.txt\"", "x": "%s"}}`},
+		{"Data not an object", `{"Data": "%s", "Metadata": {}}`},
+		{"Metadata not an object", `{"Data": {"%s": GOOD}, "Metadata": 5}`},
+		{"bad metadata value", `{"Data": {"%s": GOOD}, "Metadata": {"DeliveryCount": "\"many\"", "IsPastDue": 1, "Uri": "\"https://st.blob.core.windows.net/incoming/acme/a.txt\""}, "Hmm": 1}`},
+	}
+	for _, tr := range triggers {
+		for _, g := range garbage {
+			body := strings.ReplaceAll(strings.Replace(g.body, "%s", tr.binding, 1), "GOOD", tr.good)
+			rec := &recorder{}
+			m := newMux(invoke.Options{Rejections: rec})
+			called := false
+			m.HandleTrigger("f", tr.kind, tr.binding, func(context.Context, *invoke.Request) (invoke.Result, error) {
+				called = true
+				return invoke.Result{}, nil
+			})
+			if tr.kind == invoke.TimerTrigger && g.name == "bad metadata value" {
+				body = strings.Replace(body, `"IsPastDue":false`, `"IsPastDue":"sometimes"`, 1)
+			}
+			res, reply := invokeMux(t, m, "f", []byte(body))
+			if g.name == "bad metadata value" && (tr.kind == invoke.BlobTrigger || tr.kind == invoke.HTTPTrigger) ||
+				g.name == "array" && tr.kind == invoke.ServiceBusTrigger {
+				// Nothing undecodable for these: a blob and an HTTP request
+				// read neither DeliveryCount nor IsPastDue, and a message
+				// body may be JSON (its function judges it).
+				if res.StatusCode != http.StatusOK || !called || len(rec.got) != 0 {
+					t.Errorf("%s × %s: status %d, called %v, recorded %d; want the function to run", tr.kind, g.name, res.StatusCode, called, len(rec.got))
+				}
+				continue
+			}
+			if res.StatusCode != http.StatusOK || called || len(rec.got) != 1 {
+				t.Errorf("%s × %s: status %d, called %v, recorded %d; want 200, a recorded rejection, the function not called; reply %s",
+					tr.kind, g.name, res.StatusCode, called, len(rec.got), reply)
+				continue
+			}
+			if r := rec.got[0]; r.Function != "f" || r.Trigger != tr.kind || r.Binding != tr.binding || !strings.Contains(r.Reason, "invalid invocation envelope") || r.InvocationID == "" {
+				t.Errorf("%s × %s: recorded %+v", tr.kind, g.name, r)
+			}
+			if strings.Contains(rec.got[0].Reason, "!!not base64!!") {
+				t.Errorf("%s × %s: the reason carries the payload: %s", tr.kind, g.name, rec.got[0].Reason)
+			}
+			if tr.kind == invoke.HTTPTrigger {
+				var got struct{ Outputs map[string]map[string]any }
+				if json.Unmarshal(reply, &got) != nil || got.Outputs["res"]["statusCode"] != float64(400) {
+					t.Errorf("http × %s: reply %s, want res 400", g.name, reply)
+				}
+			}
+		}
+	}
+
+	t.Run("a function's own decoding follows the same rule", func(t *testing.T) {
+		t.Parallel()
+		rec := &recorder{}
+		m := newMux(invoke.Options{Rejections: rec})
+		m.Handle("f", invoke.ServiceBusTrigger, func(_ context.Context, r *invoke.Request) (invoke.Result, error) {
+			_, err := r.ServiceBus("message")
+			return invoke.Result{}, err
+		})
+		if res, body := invokeMux(t, m, "f", []byte(`{"Data": {"message": 12}}`)); res.StatusCode != http.StatusOK || len(rec.got) != 1 {
+			t.Errorf("status %d, recorded %d; want 200 and a rejection; body %s", res.StatusCode, len(rec.got), body)
+		}
+	})
+	t.Run("a rejection that cannot be recorded is retried", func(t *testing.T) {
+		t.Parallel()
+		rec := &recorder{fail: errors.New("table storage is down")}
+		m := newMux(invoke.Options{Rejections: rec})
+		m.HandleTrigger("f", invoke.ServiceBusTrigger, "message", func(context.Context, *invoke.Request) (invoke.Result, error) {
+			return invoke.Result{}, nil
+		})
+		if res, body := invokeMux(t, m, "f", []byte(`{"Data": {"message": 12}}`)); res.StatusCode != http.StatusInternalServerError || len(rec.got) != 1 {
+			t.Errorf("status %d, recorded %d; want 500 so that the host retries; body %s", res.StatusCode, len(rec.got), body)
 		}
 	})
 }

@@ -19,32 +19,34 @@ type Request struct {
 	buf [24]member
 }
 
-// errBadEnvelope marks an envelope the protocol layer could not decode. The
-// reply is non-2xx, so the trigger is retried and, if it keeps failing, ends
-// in the dead-letter or poison queue rather than being lost.
+// errBadEnvelope marks an envelope whose data the protocol layer could not
+// decode: a wrong type, invalid base64, a missing binding. No retry can fix
+// it, so it is a recorded rejection (see Mux), never a retry.
 var errBadEnvelope = errors.New("invalid invocation envelope")
 
+// errNotEnvelope marks a body that is no envelope at all: not JSON, or not
+// a JSON object. The host never sends one; it is answered 400.
+var errNotEnvelope = errors.New("not an invocation envelope")
+
 // parseRequest decodes the envelope body. It validates the JSON once and
-// keeps slices of body, so body must stay unchanged while the Request is used.
+// keeps slices of body, so body must stay unchanged while the Request is
+// used. A Data or Metadata that is not an object is an invalid envelope; the
+// Request then holds the sections that could be read.
 func parseRequest(r *Request, body []byte) error {
 	if !json.Valid(body) {
-		return fmt.Errorf("%w: body is not valid JSON", errBadEnvelope)
+		return fmt.Errorf("%w: body is not valid JSON", errNotEnvelope)
 	}
 	var top [4]member
 	ms, err := members(top[:0], body)
 	if err != nil {
-		return fmt.Errorf("%w: %v", errBadEnvelope, err)
+		return fmt.Errorf("%w: %v", errNotEnvelope, err)
 	}
 	all := r.buf[:0]
-	if all, err = section(all, ms, "Data"); err != nil {
-		return err
-	}
+	all, dataErr := section(all, ms, "Data")
 	r.data = all[:len(all):len(all)]
-	if all, err = section(all, ms, "Metadata"); err != nil {
-		return err
-	}
+	all, metaErr := section(all, ms, "Metadata")
 	r.meta = all[len(r.data):]
-	return nil
+	return errors.Join(dataErr, metaErr)
 }
 
 // section appends the members of the top-level object called name to dst.

@@ -26,16 +26,11 @@ type ServiceBusMessage struct {
 	ApplicationProperties map[string]any
 }
 
-// ServiceBus decodes the Service Bus trigger bound as binding.
+// ServiceBus decodes the Service Bus trigger bound as binding. With an
+// error, the message returned holds what could be read before it.
 func (r *Request) ServiceBus(binding string) (ServiceBusMessage, error) {
 	var m ServiceBusMessage
-	v, err := r.trigger(binding)
-	if err != nil {
-		return m, err
-	}
-	if m.Body, err = v.Bytes(); err != nil {
-		return m, fmt.Errorf("%w: %s: %v", errBadEnvelope, binding, err)
-	}
+	var err error
 	strs := []struct {
 		key string
 		dst *string
@@ -78,6 +73,13 @@ func (r *Request) ServiceBus(binding string) (ServiceBusMessage, error) {
 			break
 		}
 	}
+	v, err := r.trigger(binding)
+	if err != nil {
+		return m, err
+	}
+	if m.Body, err = v.Bytes(); err != nil {
+		return m, fmt.Errorf("%w: %s: %v", errBadEnvelope, binding, err)
+	}
 	return m, nil
 }
 
@@ -93,98 +95,6 @@ func (r *Request) metaTime(keys ...string) (time.Time, error) {
 		}
 	}
 	return time.Time{}, nil
-}
-
-// Blob is a blobTrigger invocation.
-type Blob struct {
-	// Content is the blob's bytes, or nil when the trigger uses deferred
-	// binding (supportsDeferredBinding), in which case Length tells the size
-	// and the function reads the blob itself from URL.
-	Content     []byte
-	Deferred    bool
-	URL         string
-	Name        string
-	ETag        string
-	ContentType string
-	Length      int64
-	// Metadata is the blob's user metadata.
-	Metadata map[string]string
-}
-
-// deferredBlob is the descriptor the host sends instead of the content when
-// the trigger has supportsDeferredBinding.
-type deferredBlob struct {
-	Source  string
-	Content struct {
-		IsEmpty   bool
-		Length    int64
-		MediaType string
-	}
-}
-
-// blobProperties picks the fields offpath needs from BlobProperties, whose
-// shape varies by extension version (Length or ContentLength).
-type blobProperties struct {
-	ContentLength int64
-	Length        int64
-	ContentType   string
-	ETag          string
-}
-
-// Blob decodes the blob trigger bound as binding. Path tokens such as
-// {tenant} are read with Meta.
-func (r *Request) Blob(binding string) (Blob, error) {
-	var b Blob
-	v, err := r.trigger(binding)
-	if err != nil {
-		return b, err
-	}
-	if len(v) > 0 && v[0] == '{' {
-		var d deferredBlob
-		if err := v.Decode(&d); err != nil {
-			return b, fmt.Errorf("%w: %s: %v", errBadEnvelope, binding, err)
-		}
-		b.Deferred, b.Length, b.ContentType = true, d.Content.Length, d.Content.MediaType
-	} else if b.Content, err = v.Bytes(); err != nil {
-		return b, fmt.Errorf("%w: %s: %v", errBadEnvelope, binding, err)
-	}
-	if b.URL, err = r.metaString("Uri"); err != nil {
-		return b, fmt.Errorf("%w: %v", errBadEnvelope, err)
-	}
-	if u, err := url.Parse(b.URL); err == nil && u.Path != "" {
-		// path-style (Azurite) or host-style: the name is after the container.
-		p := strings.TrimPrefix(u.Path, "/")
-		if i := strings.IndexByte(p, '/'); i >= 0 {
-			if strings.HasPrefix(u.Host, "127.0.0.1") || strings.HasPrefix(u.Host, "localhost") {
-				p = p[i+1:] // skip the account segment
-			}
-			if j := strings.IndexByte(p, '/'); j >= 0 {
-				b.Name = p[j+1:]
-			}
-		}
-	}
-	if v, ok := r.Meta("Properties"); ok && !v.IsNull() {
-		var p blobProperties
-		if err := v.Decode(&p); err != nil {
-			return b, fmt.Errorf("%w: Properties: %v", errBadEnvelope, err)
-		}
-		b.ETag = strings.Trim(p.ETag, `"`)
-		if b.ContentType == "" {
-			b.ContentType = p.ContentType
-		}
-		if b.Length == 0 {
-			b.Length = max(p.ContentLength, p.Length)
-		}
-	}
-	if b.Length == 0 {
-		b.Length = int64(len(b.Content))
-	}
-	if v, ok := r.Meta("Metadata"); ok && !v.IsNull() {
-		if err := v.Decode(&b.Metadata); err != nil {
-			return b, fmt.Errorf("%w: Metadata: %v", errBadEnvelope, err)
-		}
-	}
-	return b, nil
 }
 
 // Timer is a timerTrigger invocation (the host's TimerInfo).

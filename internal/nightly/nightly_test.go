@@ -167,6 +167,26 @@ func TestRun_EmptyDay(t *testing.T) {
 	}
 }
 
+// TestRun_NoTicketsContainer: an account where no ticket was ever dropped
+// has no tickets container; the night is an empty day with its report.
+func TestRun_NoTicketsContainer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 6000)
+	if _, err := e.tickets.Delete(e.ctx(), nil); err != nil {
+		t.Fatal(err)
+	}
+	n, err := e.svc.Run(e.ctx(), day)
+	if err != nil {
+		t.Fatalf("Run without a tickets container = %v, want an empty day", err)
+	}
+	if n.JobID != "" || !n.Reported() || n.Collected.Tickets != 0 {
+		t.Fatalf("no tickets container: %+v; want no job and a report", n)
+	}
+	if md := e.read(e.reports, "2026-03-14.md"); md == "" {
+		t.Error("no report for the empty day")
+	}
+}
+
 // TestCheckDeadline: a day without a run, and a day whose job still runs,
 // each raise one alert that says where things stand.
 func TestCheckDeadline(t *testing.T) {

@@ -1,5 +1,5 @@
 // Package outcome is the one vocabulary in which every offpath function says
-// how the processing of one trigger ended. DESIGN.md's table is the contract:
+// how the processing of one trigger ended:
 //
 //	Done       the work is finished; the host completes the trigger.
 //	Refused    a content filter declined: a result, recorded and metered, never retried.
@@ -22,7 +22,7 @@ import (
 // Kind is how an invocation ended.
 type Kind int
 
-// The outcomes, in DESIGN.md's order.
+// The outcomes, in the order above.
 const (
 	Done Kind = iota
 	Refused

@@ -79,7 +79,8 @@ type Result struct {
 
 // Collect reads the tickets under day's folder (see the package
 // documentation) and calls yield, in order, with each ticket that is new or
-// changed. Malformed content is reported in the Result and never returned as
+// changed. A container that does not exist is an empty day: nothing was
+// dropped yet. Malformed content is reported in the Result and never returned as
 // an error; an error means storage, the Summarised record or yield failed,
 // the Result covers only what was read until then, and the caller should
 // discard what it was given and try the night again.
@@ -118,6 +119,9 @@ type run struct {
 
 func (r *run) file(ctx context.Context, f *file) error {
 	if f.name == "" { // a listing error
+		if bloberror.HasCode(f.err, bloberror.ContainerNotFound) {
+			return nil // no tickets container: nothing was dropped, an empty day
+		}
 		return f.err
 	}
 	r.res.Files++
@@ -129,7 +133,7 @@ func (r *run) file(ctx context.Context, f *file) error {
 	case !f.fetch:
 		r.skip(0, "", fmt.Sprintf("file too large for one ticket (over %s)", size(MaxDocumentBytes)))
 		return nil
-	case bloberror.HasCode(f.err, bloberror.BlobNotFound):
+	case bloberror.HasCode(f.err, bloberror.BlobNotFound, bloberror.ContainerNotFound):
 		r.skip(0, "", "deleted before it could be read")
 		return nil
 	case f.err != nil:
@@ -145,7 +149,7 @@ func (r *run) file(ctx context.Context, f *file) error {
 	}
 	// Prefetched, but it grew past PrefetchBytes since it was listed.
 	body, err := r.c.open(ctx, f.name)
-	if bloberror.HasCode(err, bloberror.BlobNotFound) {
+	if bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
 		r.skip(0, "", "deleted before it could be read")
 		return nil
 	}
