@@ -1,7 +1,10 @@
 package devhost_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -39,6 +42,19 @@ func TestDevhost_BlobFiresOncePerETag(t *testing.T) {
 	// Tokens bind greedily left to right, as the host's BindingTemplateSource does.
 	if r := recs[0]; r.Body != "first" || r.Tokens["tenant"] != "contoso/notes" || r.Tokens["name"] != "a.txt" || inv.Outcome != "succeeded" {
 		t.Errorf("record = %+v, event %+v: want content and tokens tenant=contoso/notes name=a.txt", r, inv)
+	}
+	// Properties are what Get Blob Properties said, in the 5.x shape.
+	var props struct {
+		ETag          json.RawMessage
+		ContentLength int64
+		ContentHash   []byte
+		CreatedOn     time.Time
+		LastAccessed  string
+	}
+	sum := md5.Sum([]byte("first"))
+	if err := json.Unmarshal(recs[0].Properties, &props); err != nil || string(props.ETag) != "{}" || props.ContentLength != 5 ||
+		!bytes.Equal(props.ContentHash, sum[:]) || props.CreatedOn.IsZero() || props.LastAccessed != "0001-01-01T00:00:00+00:00" {
+		t.Errorf("Properties %s (%v): want the 5.x shape of the blob", recs[0].Properties, err)
 	}
 
 	second, err := s.blobs.UploadBuffer(ctx, a.container, "contoso/notes/a.txt", []byte("second"), nil)

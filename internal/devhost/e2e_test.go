@@ -103,7 +103,7 @@ type record struct {
 	Body          string            `json:"body"`
 	DeliveryCount int               `json:"deliveryCount"`
 	Tokens        map[string]string `json:"tokens"`
-	ETag          string            `json:"etag"`
+	Properties    json.RawMessage   `json:"properties"`
 	IsPastDue     bool              `json:"isPastDue"`
 	HasStatus     bool              `json:"hasStatus"`
 	Query         string            `json:"query"`

@@ -33,7 +33,7 @@ type record struct {
 	DeliveryCount int               `json:"deliveryCount,omitempty"`
 	MessageID     string            `json:"messageId,omitempty"`
 	Tokens        map[string]string `json:"tokens,omitempty"`
-	ETag          string            `json:"etag,omitempty"`
+	Properties    json.RawMessage   `json:"properties,omitempty"`
 	IsPastDue     bool              `json:"isPastDue,omitempty"`
 	HasStatus     bool              `json:"hasStatus,omitempty"`
 	Query         string            `json:"query,omitempty"`
@@ -84,7 +84,8 @@ func main() {
 		name, _ := r.Meta("name")
 		ts, _ := tenant.String()
 		ns, _ := name.String()
-		rec := record{Function: "blob-fn", Body: string(content), Tokens: map[string]string{"tenant": ts, "name": ns}}
+		props, _ := r.Meta("Properties")
+		rec := record{Function: "blob-fn", Body: string(content), Tokens: map[string]string{"tenant": ts, "name": ns}, Properties: json.RawMessage(props)}
 		if err := write(rec); err != nil {
 			return invoke.Result{}, err
 		}
