@@ -205,7 +205,8 @@ func banner(w io.Writer, hostURL, simURL string, az *azurite.Azurite, app *devho
 	for _, fn := range app.Functions {
 		fmt.Fprintf(w, " %s (%s)", fn.Name, fn.Trigger().Type)
 	}
-	fmt.Fprintf(w, "\n\n  Try:\n")
+	fmt.Fprintf(w, "\n  Blob triggers          as the Storage extension %s sends them (%s, -storage-extension)\n", app.StorageExtension, devhost.StorageExtensionSetting)
+	fmt.Fprintf(w, "\n  Try:\n")
 	fmt.Fprintf(w, "    curl -s -H 'x-functions-key: %s' %s/api/v1/health\n", s["DEVHOST_FUNCTION_KEY"], hostURL)
 	fmt.Fprintf(w, "    curl -s -H 'x-functions-key: %s' %s/api/v1/version\n", s["DEVHOST_FUNCTION_KEY"], hostURL)
 	fmt.Fprintf(w, "    curl -s -H 'api-key: %s' %s/_sim/state\n", aoaisim.DefaultKey, simURL)

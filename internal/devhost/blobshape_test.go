@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/offpath/offpath/internal/invoke"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden envelopes in testdata")
@@ -319,6 +321,42 @@ func TestDateTimeOffset(t *testing.T) {
 	} {
 		if got := dateTimeOffset(tm); got != want {
 			t.Errorf("dateTimeOffset(%v) = %q, want %q", tm, got, want)
+		}
+	}
+}
+
+// TestBlobEnvelope_ProtocolLayerReadsEveryShape sends each golden envelope
+// through the handler's protocol layer: the blob is located and its
+// content, metadata and advisory properties come out as encoded.
+func TestBlobEnvelope_ProtocolLayerReadsEveryShape(t *testing.T) {
+	t.Parallel()
+	want := sampleInvocation(StorageExtension5, false)
+	for _, file := range []string{"blob-5x-binary.json", "blob-5x-deferred.json", "blob-4x-binary.json"} {
+		body, err := os.ReadFile(filepath.Join("testdata", "envelopes", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got invoke.Blob
+		m := invoke.NewMux(zerologNop(), invoke.Options{})
+		m.Handle("ingest-enqueue", invoke.BlobTrigger, func(_ ctxT, r *invoke.Request) (invoke.Result, error) {
+			var err error
+			got, err = r.Blob("blob")
+			return invoke.Result{}, err
+		})
+		status, ct, reply := serve(m, "ingest-enqueue", body)
+		if _, err := parseReply(status, ct, reply); err != nil {
+			t.Fatalf("%s: reply: %v", file, err)
+		}
+		deferred := strings.Contains(file, "deferred")
+		if got.Container != want.container || got.Name != want.name || got.Deferred != deferred ||
+			got.Metadata["correlation_id"] != want.state.Metadata["correlation_id"] || !got.Created.Equal(want.state.CreatedOn) {
+			t.Errorf("%s: decoded %+v", file, got)
+		}
+		if !deferred && (!bytes.Equal(got.Content, want.content) || got.Length != want.state.ContentLength) {
+			t.Errorf("%s: content %q, length %d", file, got.Content, got.Length)
+		}
+		if strings.Contains(file, "4x") && got.ETag != want.state.bareETag() && got.ETag != want.state.ETag {
+			t.Errorf("%s: the 4.x ETag %q is not read", file, got.ETag)
 		}
 	}
 }
