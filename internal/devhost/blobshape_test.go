@@ -360,3 +360,21 @@ func TestBlobEnvelope_ProtocolLayerReadsEveryShape(t *testing.T) {
 		}
 	}
 }
+
+// TestBlobTrigger_WhatEachExtensionHonours: 5.x honours the Event Grid
+// source and deferred binding; 4.x knows neither (it polls, and inlines).
+func TestBlobTrigger_WhatEachExtensionHonours(t *testing.T) {
+	t.Parallel()
+	fn := &Function{Name: "f", Bindings: []Binding{{Type: "blobTrigger", Direction: "in", Name: "blob", Source: "EventGrid"}}}
+	fn.Bindings[0].Properties.SupportsDeferredBinding = true
+	plain := &Function{Name: "g", Bindings: []Binding{{Type: "blobTrigger", Direction: "in", Name: "blob"}}}
+	for ext, want := range map[StorageExtension]bool{StorageExtension5: true, StorageExtension4: false} {
+		h := &Host{app: &App{StorageExtension: ext}}
+		if h.eventGrid(fn) != want || h.deferred(fn) != want {
+			t.Errorf("%s: Event Grid %v, deferred %v; want %v", ext, h.eventGrid(fn), h.deferred(fn), want)
+		}
+		if h.eventGrid(plain) || h.deferred(plain) {
+			t.Errorf("%s: a plain blob trigger is neither Event Grid nor deferred", ext)
+		}
+	}
+}
