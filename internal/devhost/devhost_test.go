@@ -6,6 +6,7 @@ import (
 	"crypto/md5"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -262,5 +263,82 @@ func TestDevhost_HTTPKeysAndModes(t *testing.T) {
 	}
 	if recs := a.records(t, "echo"); len(recs) != 1 || recs[0].Body != "ping" || recs[0].Query != "1" {
 		t.Errorf("echo records = %+v, want one with body ping and q=1", recs)
+	}
+}
+
+// TestDevhost_EventGridWebhook: the blobs extension's webhook answers Event
+// Grid's validation handshake and runs the function for a BlobCreated
+// event (Event Grid or CloudEvents schema) on the blob's current version;
+// it refuses callers without the key and unknown functions.
+func TestDevhost_EventGridWebhook(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, azurite.Start(t), 10)
+	a := newApp(t, "", "blob-eg")
+	h, _ := s.run(t, a)
+	ctx := context.Background()
+	if _, err := s.blobs.CreateContainer(ctx, a.container, nil); err != nil {
+		t.Fatal(err)
+	}
+	up, err := s.blobs.UploadBuffer(ctx, a.container, "contoso/a.txt", []byte("event"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob := a.container + "/contoso/a.txt"
+	first := waitEvent(t, h, "the scan's invocation", invokedFor(blob, string(*up.ETag)))
+
+	hook := h.URL() + "/runtime/webhooks/blobs?functionName=Host.Functions.blob-eg"
+	post := func(key, eventType, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, hook, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("aeg-event-type", eventType)
+		req.Header.Set("x-functions-key", key)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if code, body := post("mkey", "SubscriptionValidation",
+		`[{"id":"1","eventType":"Microsoft.EventGrid.SubscriptionValidationEvent","subject":"","data":{"validationCode":"512d38b6"}}]`); code != http.StatusOK || !strings.Contains(body, `"validationResponse":"512d38b6"`) {
+		t.Errorf("validation: %d %s", code, body)
+	}
+	created := `[{"eventType":"Microsoft.Storage.BlobCreated","subject":"/blobServices/default/containers/` + a.container + `/blobs/contoso/a.txt","data":{"url":"x"}}]`
+	if code, _ := post("fkey", "Notification", created); code != http.StatusUnauthorized {
+		t.Errorf("function key: %d, want 401 (the system key is needed)", code)
+	}
+	if code, _ := post("mkey", "Notification", "not json"); code != http.StatusBadRequest {
+		t.Errorf("garbage: %d, want 400", code)
+	}
+	if code, _ := post("mkey", "Notification", created); code != http.StatusAccepted {
+		t.Fatalf("BlobCreated: %d, want 202", code)
+	}
+	again := waitEvent(t, h, "the webhook's invocation", func(e devhost.Event) bool {
+		return e.Kind == devhost.Invoked && e.Blob == blob && e.InvocationID != first.InvocationID
+	})
+	if again.ETag != first.ETag || again.Outcome != "succeeded" {
+		t.Errorf("webhook invocation %+v, want the same version, succeeded", again)
+	}
+	// CloudEvents schema, for a blob that is gone: skipped, counted done.
+	gone := `{"specversion":"1.0","type":"Microsoft.Storage.BlobCreated","source":"x","id":"2","subject":"/blobServices/default/containers/` + a.container + `/blobs/contoso/gone.txt","data":{}}`
+	if code, _ := post("mkey", "Notification", gone); code != http.StatusAccepted {
+		t.Fatalf("CloudEvent: %d, want 202", code)
+	}
+	waitEvent(t, h, "the skipped blob", func(e devhost.Event) bool {
+		return e.Kind == devhost.BlobSkipped && e.Blob == a.container+"/contoso/gone.txt"
+	})
+	req, _ := http.NewRequest(http.MethodPost, h.URL()+"/runtime/webhooks/blobs?functionName=Host.Functions.nope", strings.NewReader(created))
+	req.Header.Set("x-functions-key", "mkey")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown function: %d, want 404", res.StatusCode)
 	}
 }

@@ -20,7 +20,8 @@
 //     extension bundle [4.*, 5.0.0) loads (Azure.Storage.Blobs v12's
 //     BlobProperties, the deferred descriptor where supportsDeferredBinding
 //     is set; the Event Grid source binds whatever version is there, the
-//     polling one skips a blob that changed since it was found). The app
+//     polling one skips a blob that changed since it was found; Event Grid
+//     deliveries are taken at /runtime/webhooks/blobs). The app
 //     setting DEVHOST_STORAGE_EXTENSION=4 selects the 4.x extension (the
 //     older BlobProperties, content inline, polling only);
 //   - Service Bus triggers and outputs use a durable at-least-once stand-in on

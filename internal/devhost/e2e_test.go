@@ -54,6 +54,7 @@ var functionJSON = map[string]string{
 		{"type":"serviceBusTrigger","direction":"in","name":"message","queueName":"%QUEUE%","connection":"ServiceBus","dataType":"binary"},
 		{"type":"serviceBus","direction":"out","name":"out","queueName":"%QUEUE%-out","connection":"ServiceBus"}]}`,
 	"blob-fn":  `{"bindings":[{"type":"blobTrigger","direction":"in","name":"blob","path":"%CONTAINER%/{tenant}/{name}","connection":"AzureWebJobsStorage","dataType":"binary"}]}`,
+	"blob-eg":  `{"bindings":[{"type":"blobTrigger","direction":"in","name":"blob","path":"%CONTAINER%/{tenant}/{name}","connection":"AzureWebJobsStorage","source":"EventGrid","dataType":"binary"}]}`,
 	"timer-fn": `{"bindings":[{"type":"timerTrigger","direction":"in","name":"timer","schedule":"%SCHEDULE%","useMonitor":true}]}`,
 	"echo": `{"bindings":[
 		{"type":"httpTrigger","direction":"in","name":"req","authLevel":"function","methods":["post"],"route":"echo/{id:int}"},

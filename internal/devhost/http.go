@@ -42,6 +42,9 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(r.URL.Path, "/devhost/"):
 		h.serveDevhost(w, r)
 		return
+	case r.URL.Path == "/runtime/webhooks/blobs":
+		h.serveBlobWebhook(w, r)
+		return
 	}
 	for _, fn := range h.app.Functions {
 		t := fn.Trigger()

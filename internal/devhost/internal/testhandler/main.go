@@ -72,7 +72,7 @@ func main() {
 		}
 		return invoke.Result{Outputs: map[string]invoke.Output{"out": invoke.Text("done")}}, nil
 	})
-	m.Handle("blob-fn", invoke.BlobTrigger, func(_ context.Context, r *invoke.Request) (invoke.Result, error) {
+	blob := func(_ context.Context, r *invoke.Request) (invoke.Result, error) {
 		// The content alone: the version is the dev host's to report
 		// (its events), as the 5.x Properties carry no usable ETag.
 		data, _ := r.Data("blob")
@@ -93,7 +93,9 @@ func main() {
 			return invoke.Result{}, errors.New("asked to fail")
 		}
 		return invoke.Result{}, nil
-	})
+	}
+	m.Handle("blob-fn", invoke.BlobTrigger, blob)
+	m.Handle("blob-eg", invoke.BlobTrigger, blob)
 	m.Handle("timer-fn", invoke.TimerTrigger, func(_ context.Context, r *invoke.Request) (invoke.Result, error) {
 		t, err := r.Timer("timer")
 		if err != nil {
