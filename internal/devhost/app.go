@@ -98,7 +98,7 @@ func (f *Function) Outputs() []Binding {
 
 // forwarded reports whether the host forwards this HTTP function's raw
 // request: forwarding is on and the function is exactly one httpTrigger in
-// and one http out (shared/reference §1.3).
+// and one http out (with any other binding the host sends an envelope).
 func (f *Function) forwarded(h HostConfig) bool {
 	if !h.Forwarding || len(f.Bindings) != 2 {
 		return false

@@ -30,7 +30,7 @@ func deliveryEvent(d *sbemu.Delivery) Event {
 }
 
 // serviceBusEnvelope encodes a message as the Service Bus extension 5.x
-// binding data reaches a custom handler (shared/reference §3.3).
+// binding data reaches a custom handler.
 func (h *Host) serviceBusEnvelope(fn *Function, d *sbemu.Delivery) envelope {
 	t := fn.Trigger()
 	env := newEnvelope(fn.Name, h.opts.Now())
