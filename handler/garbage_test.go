@@ -125,7 +125,10 @@ func TestRun_GarbageIsNeverRetried(t *testing.T) {
 		{"missing-data", func(_, _, m string) string { return `{"Metadata":` + m + `}` }, 200},
 		{"missing-metadata", func(b, g, _ string) string { return `{"Data":{"` + b + `":` + g + `}}` }, 200},
 		{"null-body", func(string, string, string) string { return `null` }, 400},
-		{"truncated", func(b, g, m string) string { s := `{"Data":{"` + b + `":` + g + `},"Metadata":` + m + `}`; return s[:len(s)/2] }, 400},
+		{"truncated", func(b, g, m string) string {
+			s := `{"Data":{"` + b + `":` + g + `},"Metadata":` + m + `}`
+			return s[:len(s)/2]
+		}, 400},
 	}
 
 	fns := appFunctions(t)

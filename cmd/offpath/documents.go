@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -357,6 +359,9 @@ func (s serviceBusSender) send(ctx context.Context, queue string, body []byte, c
 	}
 	props, _ := json.Marshal(map[string]string{"CorrelationId": correlationID})
 	req.Header.Set("Authorization", "Bearer "+tok.Token)
+	// A header is ASCII; a correlation id is text in any script: escape
+	// the rest as JSON does, \uXXXX.
+	props = asciiJSON(props)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("BrokerProperties", string(props))
 	client := s.client
@@ -373,6 +378,25 @@ func (s serviceBusSender) send(ctx context.Context, queue string, body []byte, c
 		return fmt.Errorf("Service Bus answered %d: %s", res.StatusCode, bytes.TrimSpace(msg))
 	}
 	return nil
+}
+
+// asciiJSON rewrites every non-ASCII character of the JSON text b as a
+// \uXXXX escape (a surrogate pair beyond the Basic Multilingual Plane),
+// which decodes to the same value.
+func asciiJSON(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for _, r := range string(b) {
+		if r < utf8.RuneSelf {
+			out = append(out, byte(r))
+			continue
+		}
+		if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+			out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
+		} else {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		}
+	}
+	return out
 }
 
 // devhostSender sends through the dev host's Service Bus stand-in.

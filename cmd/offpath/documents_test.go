@@ -163,3 +163,22 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// TestASCIIJSON: a correlation id in any script reaches Service Bus's
+// BrokerProperties header as ASCII that decodes to the same text.
+func TestASCIIJSON(t *testing.T) {
+	t.Parallel()
+	for _, id := range []string{"kb-7", "Zürich–Δ-0042", "東京 🚀 «x»"} {
+		b, _ := json.Marshal(map[string]string{"CorrelationId": id})
+		got := asciiJSON(b)
+		for _, c := range got {
+			if c >= 0x80 {
+				t.Fatalf("asciiJSON(%s) = %s: not ASCII", b, got)
+			}
+		}
+		var back map[string]string
+		if err := json.Unmarshal(got, &back); err != nil || back["CorrelationId"] != id {
+			t.Errorf("asciiJSON(%s) = %s, decodes to %q, %v", b, got, back["CorrelationId"], err)
+		}
+	}
+}

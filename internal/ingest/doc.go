@@ -9,7 +9,10 @@
 //     upload — its name, its tenant (exists, active, allowed the ingestion
 //     alias), its size and type — and answers a claim check (package
 //     claimcheck) for the light or the heavy queue; a rejected upload is
-//     recorded as such and never enqueued.
+//     recorded as such and never enqueued. Of the trigger it trusts only
+//     the blob's name: the ETag, size, content type and correlation id come
+//     from one Get Properties call on the blob, which also proves it exists
+//     and pins the version the Processor reads.
 //   - Processor (the Service Bus-triggered ingest-process and
 //     ingest-process-heavy functions, one implementation) redeems a claim
 //     check: it streams the blob pinned to the claim check's ETag, extracts
@@ -20,8 +23,9 @@
 //
 // Outcomes follow package outcome. A content-filter refusal is a result:
 // recorded as refused, metered, answered 2xx; if the summary was refused
-// the chunks are still written. Poison input is rejected, recorded and
-// answered 2xx. Only infrastructure failures answer non-2xx, after package
+// the chunks are still written. Poison input is rejected, recorded
+// (Rejections, which also records the invocations the protocol layer finds
+// undecodable) and answered 2xx. Only infrastructure failures answer non-2xx, after package
 // llm has waited out 429s and 5xx in process within the invocation's
 // deadline, so Service Bus redelivers them and dead-letters what keeps
 // failing.

@@ -40,7 +40,7 @@ func TestE2E_HostileInput(t *testing.T) {
 		data []byte
 		want want
 	}{
-		{"ghost/a.txt", prose(100), want{"ghost", document.Rejected, "unknown tenant"}},
+		{"ghost/a.txt", prose(100), want{document.Unattributed, document.Rejected, "unknown tenant"}},
 		{"sleepy/a.txt", prose(100), want{"sleepy", document.Rejected, "tenant suspended"}},
 		{"acme/zero.txt", nil, want{"acme", document.Rejected, "empty document"}},
 		{"acme/blank.md", []byte(" \n\n\t \n"), want{"acme", document.Rejected, "empty document"}},

@@ -1,6 +1,8 @@
 package ingest_test
 
 import (
+	"context"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +21,14 @@ func TestE2E_DocumentToIngested(t *testing.T) {
 	s := newStack(t, stackOptions{})
 	name := "acme/kb/returns policy.md"
 	etag, err := s.upload(name, prose(20<<10), map[string]string{"correlation_id": "kb-upload-7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A correlation id in any script travels percent-encoded, as blob
+	// metadata must be ASCII, and arrives as the text it was.
+	const corr = "Zürich–Δ-0042"
+	zName := "acme/kb/zürich.md"
+	zETag, err := s.upload(zName, prose(3000), map[string]string{"correlation_id": url.PathEscape(corr)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +65,19 @@ func TestE2E_DocumentToIngested(t *testing.T) {
 	}
 	if len(rows) != 2 || prompt != st.Usage.PromptTokens || completion != st.Usage.CompletionTokens || prompt == 0 || completion == 0 {
 		t.Errorf("ledger rows %+v, status usage %+v: want two rows (embeddings, chat) adding up to it", rows, st.Usage)
+	}
+
+	if st := s.final("acme", zName, zETag, 60*time.Second); st.State != document.Done || st.CorrelationID != corr || st.CorrelationNote != "" {
+		t.Errorf("%s: status = %+v, want done with correlation id %q", zName, st, corr)
+	}
+	if head := s.result(zName)[0]; head.CorrelationID != corr {
+		t.Errorf("%s: result correlation id %q, want %q", zName, head.CorrelationID, corr)
+	}
+	if _, props, err := s.results.Read(context.Background(), zName+".jsonl"); err != nil || props.Metadata["offpath_correlation_id"] != url.PathEscape(corr) {
+		t.Errorf("%s: result metadata %v, %v; want the correlation id percent-encoded", zName, props.Metadata, err)
+	}
+	if logs := s.out.String(); !strings.Contains(logs, `"correlation_id":"`+corr+`","queue"`) || !strings.Contains(logs, `"correlation_id":"`+corr+`","delivery_count"`) {
+		t.Errorf("the logs of the enqueue and the processing do not carry %q", corr)
 	}
 
 	for n := range refusals {

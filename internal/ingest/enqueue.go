@@ -65,27 +65,30 @@ func (e *Enqueuer) Rejections() *Rejections { return e.rejections }
 func (e *Enqueuer) Enqueue(ctx context.Context, blobName string, force bool) (Claim, error) {
 	now := e.o.Now().UTC()
 	rules := e.o.Rules
+	// Read first, so that even a rejection names the version it is about.
+	// The name is one escaped path segment of the incoming container
+	// whatever it holds, so reading it can reach no other container.
+	props, statErr := e.o.Blobs.Stat(ctx, blobName)
 	name, err := rules.ParseName(blobName)
 	if err != nil {
-		return Claim{}, e.reject(ctx, blobName, docblob.Properties{}, err)
+		return Claim{}, e.reject(ctx, blobName, props, err)
 	}
 	if len(name.Name)+len(resultSuffix) > claimcheck.MaxNameBytes {
-		return Claim{}, e.reject(ctx, blobName, docblob.Properties{}, outcome.Reject("invalid blob name", fmt.Errorf("name of %d bytes: its result's name would be longer than %d", len(name.Name), claimcheck.MaxNameBytes)))
+		return Claim{}, e.reject(ctx, blobName, props, outcome.Reject("invalid blob name", fmt.Errorf("name of %d bytes: its result's name would be longer than %d", len(name.Name), claimcheck.MaxNameBytes)))
 	}
 	log := zerolog.Ctx(ctx).With().Str("tenant", name.Tenant).Logger()
 	ctx = log.WithContext(ctx)
 	if err := e.tenants.admit(ctx, name.Tenant, e.o.Alias); err != nil {
 		if outcome.Of(err) == outcome.Rejected {
-			return Claim{}, e.reject(ctx, blobName, docblob.Properties{}, err)
+			return Claim{}, e.reject(ctx, blobName, props, err)
 		}
 		return Claim{}, err
 	}
-	props, err := e.o.Blobs.Stat(ctx, name.Name)
 	switch {
-	case errors.Is(err, docblob.ErrNotFound):
-		return Claim{}, e.reject(ctx, blobName, props, outcome.Reject("blob is gone", err))
-	case err != nil:
-		return Claim{}, err
+	case errors.Is(statErr, docblob.ErrNotFound):
+		return Claim{}, e.reject(ctx, blobName, props, outcome.Reject("blob is gone", statErr))
+	case statErr != nil:
+		return Claim{}, statErr
 	}
 	policy := rules.Policy()
 	switch {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/llm"
 	"github.com/offpath/offpath/internal/outcome"
+	"github.com/offpath/offpath/internal/tenant"
 	"github.com/offpath/offpath/internal/tokens"
 )
 
@@ -74,6 +76,13 @@ func (p *Processor) Process(ctx context.Context, d Delivery) (document.Status, e
 	name, err := p.o.Rules.ParseURL(msg.BlobURL)
 	if err != nil { // Decode validated it
 		return p.rejectMessage(ctx, d, outcome.Reject("invalid claim check", err))
+	}
+	// A claim check for a tenant that does not exist is nobody's: it is
+	// recorded unattributed, never in a partition of that name.
+	if _, err := p.tenants.get(ctx, msg.Tenant); errors.Is(err, tenant.ErrNotFound) {
+		return p.rejectMessage(ctx, d, outcome.Reject("unknown tenant", fmt.Errorf("no tenant %q", msg.Tenant)))
+	} else if err != nil {
+		return document.Status{}, err
 	}
 	log := zerolog.Ctx(ctx).With().Str("tenant", msg.Tenant).Str("correlation_id", msg.CorrelationID).
 		Int("delivery_count", d.DeliveryCount).Logger()
@@ -272,7 +281,10 @@ func (j *job) process(ctx context.Context) (document.Status, error) {
 	}
 	if err := w.Commit(ctx, doc.encode(), ResultContentType, map[string]string{
 		"offpath_etag": j.msg.ETag, "offpath_state": string(state), "offpath_chunks": strconv.Itoa(j.chunks),
-		"offpath_correlation_id": j.msg.CorrelationID,
+		// Metadata travels in headers, which storage takes as ASCII: the
+		// correlation id, text in any script, is percent-encoded (UTF-8), the
+		// form the enqueue reads.
+		"offpath_correlation_id": url.PathEscape(j.msg.CorrelationID),
 	}); err != nil {
 		return document.Status{}, err
 	}

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/offpath/offpath/internal/claimcheck"
 	"github.com/offpath/offpath/internal/document"
 	"github.com/offpath/offpath/internal/invoke"
@@ -41,10 +39,9 @@ func NewRejections(tenants Tenants, statuses Statuses) *Rejections {
 // RecordRejection implements invoke.Recorder. The enqueue function's
 // rejection is recorded under the blob's name when the envelope names it;
 // the process functions' under their message; any other under the
-// invocation.
+// invocation. The protocol layer logs the reason.
 func (r *Rejections) RecordRejection(ctx context.Context, rej invoke.Rejection) error {
 	cause := outcome.Reject("undecodable invocation", errors.New(rej.Reason))
-	zerolog.Ctx(ctx).Warn().Str("reason", rej.Reason).Str("trigger", rej.Trigger.String()).Msg("invocation rejected: its data cannot be decoded")
 	switch rej.Function {
 	case EnqueueFunction:
 		if b, _ := rej.Request.Blob(BlobBinding); b.Name != "" {
