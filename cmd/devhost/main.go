@@ -54,6 +54,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	lock := fs.Duration("sb-lock-duration", sbemu.DefaultLockDuration, "Service Bus PeekLock lock duration")
 	blobPoll := fs.Duration("blob-poll", 2*time.Second, "pause between blob container scans")
 	console := fs.Bool("console", false, "human-readable logs instead of JSON lines")
+	extension := fs.String("storage-extension", "", "Storage extension whose blob trigger envelopes to send: 5 (5.x, the current one) or 4 (4.x, the older Properties); default the "+devhost.StorageExtensionSetting+" setting, else 5")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -70,6 +71,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	app, err := devhost.LoadApp(root, getenv)
 	if err != nil {
 		return fmt.Errorf("load app: %w", err)
+	}
+	if *extension != "" {
+		if app.StorageExtension, err = devhost.ParseStorageExtension(*extension); err != nil {
+			return err
+		}
 	}
 	conn := *storage
 	if conn == "" {

@@ -46,6 +46,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:7071", "address of the Functions HTTP front")
 	speed := fs.Float64("speed", 600, "simulator clock factor (600: a 24-hour batch window passes in 2.4 minutes)")
 	demo := fs.Bool("demo", true, "call the API once through the dev host after start-up")
+	extension := fs.String("storage-extension", "", "Storage extension whose blob trigger envelopes to send: 5 (5.x, the current one) or 4 (4.x, the older Properties); default the "+devhost.StorageExtensionSetting+" setting, else 5")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -103,6 +104,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	app, err := devhost.LoadApp(*appDir, os.Getenv)
 	if err != nil {
 		return fmt.Errorf("load app (did `make app` run?): %w", err)
+	}
+	if *extension != "" {
+		if app.StorageExtension, err = devhost.ParseStorageExtension(*extension); err != nil {
+			return err
+		}
 	}
 	blobs, err := azblob.NewClientFromConnectionString(az.ConnectionString(), nil)
 	if err != nil {
@@ -199,7 +205,8 @@ func banner(w io.Writer, hostURL, simURL string, az *azurite.Azurite, app *devho
 	for _, fn := range app.Functions {
 		fmt.Fprintf(w, " %s (%s)", fn.Name, fn.Trigger().Type)
 	}
-	fmt.Fprintf(w, "\n\n  Try:\n")
+	fmt.Fprintf(w, "\n  Blob triggers          as the Storage extension %s sends them (%s, -storage-extension)\n", app.StorageExtension, devhost.StorageExtensionSetting)
+	fmt.Fprintf(w, "\n  Try:\n")
 	fmt.Fprintf(w, "    curl -s -H 'x-functions-key: %s' %s/api/v1/health\n", s["DEVHOST_FUNCTION_KEY"], hostURL)
 	fmt.Fprintf(w, "    curl -s -H 'x-functions-key: %s' %s/api/v1/version\n", s["DEVHOST_FUNCTION_KEY"], hostURL)
 	fmt.Fprintf(w, "    curl -s -H 'api-key: %s' %s/_sim/state\n", aoaisim.DefaultKey, simURL)

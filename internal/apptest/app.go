@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -19,10 +20,11 @@ const NeverSchedule = "0 0 0 1 1 *"
 var settingRef = regexp.MustCompile(`%([^%]+)%`)
 
 // writeApp writes the app folder dir from the repository at root: host.json,
-// models.json and every functions/*/function.json, with the settings that
-// the function.json files reference but settings leaves unset filled in. It
-// returns settings with those defaults added.
-func writeApp(root, dir string, settings map[string]string) (map[string]string, error) {
+// models.json and every functions/*/function.json (or its replacement in
+// functions), with the settings that the function.json files reference but
+// settings leaves unset filled in. It returns settings with those defaults
+// added.
+func writeApp(root, dir string, settings map[string]string, functions map[string]string) (map[string]string, error) {
 	out := maps.Clone(settings)
 	for _, f := range []string{"host.json", "models.json"} {
 		if err := copyFile(filepath.Join(root, f), filepath.Join(dir, f)); err != nil {
@@ -36,16 +38,25 @@ func writeApp(root, dir string, settings map[string]string) (map[string]string, 
 	if len(defs) == 0 {
 		return nil, fmt.Errorf("no functions/*/function.json in %s", root)
 	}
+	for name := range functions {
+		if !slices.Contains(defs, filepath.Join(root, "functions", name, "function.json")) {
+			return nil, fmt.Errorf("no function %q to replace", name)
+		}
+	}
 	for _, def := range defs {
 		name := filepath.Base(filepath.Dir(def))
 		dst := filepath.Join(dir, name, "function.json")
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return nil, fmt.Errorf("function folder %s: %w", name, err)
 		}
-		if err := copyFile(def, dst); err != nil {
+		if body, ok := functions[name]; ok {
+			if err := os.WriteFile(dst, []byte(body), 0o644); err != nil {
+				return nil, fmt.Errorf("write %s: %w", dst, err)
+			}
+		} else if err := copyFile(def, dst); err != nil {
 			return nil, err
 		}
-		refs, err := settingDefaults(def)
+		refs, err := settingDefaults(dst)
 		if err != nil {
 			return nil, err
 		}

@@ -36,14 +36,21 @@ func TestWriteApp_SettingDefaults(t *testing.T) {
 		`{"bindings": [{"type": "serviceBusTrigger", "direction": "in", "name": "m", "queueName": "%OFFPATH_WORK_QUEUE%", "connection": "ServiceBus"}]}`)
 
 	dir := t.TempDir()
-	got, err := writeApp(root, dir, map[string]string{"OFFPATH_BATCH_POLL_SCHEDULE": "*/1 * * * * *"})
+	replaced := `{"bindings": [{"type": "serviceBusTrigger", "direction": "in", "name": "m", "queueName": "%OFFPATH_OTHER_QUEUE%", "connection": "ServiceBus"}]}`
+	got, err := writeApp(root, dir, map[string]string{"OFFPATH_BATCH_POLL_SCHEDULE": "*/1 * * * * *"}, map[string]string{"work": replaced})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "work", "function.json")); err != nil || string(b) != replaced {
+		t.Errorf("work/function.json = %s (%v), want the replacement", b, err)
+	}
+	if _, err := writeApp(root, t.TempDir(), nil, map[string]string{"nope": replaced}); err == nil {
+		t.Error("writeApp replaced a function that does not exist")
 	}
 	want := map[string]string{
 		"OFFPATH_BATCH_POLL_SCHEDULE": "*/1 * * * * *",
 		"OFFPATH_TICKETS_SCHEDULE":    NeverSchedule,
-		"OFFPATH_WORK_QUEUE":          "offpath-work-queue",
+		"OFFPATH_OTHER_QUEUE":         "offpath-other-queue",
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("writeApp settings = %v, want %v", got, want)

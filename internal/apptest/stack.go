@@ -1,12 +1,14 @@
 package apptest
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -50,6 +52,9 @@ type Config struct {
 	// Tenants maps each tenant to seed to the model aliases it may use. Nil
 	// means contoso and fabrikam, both with "summarize".
 	Tenants map[string][]string
+	// Functions replace the function.json of the named functions (say, a
+	// blob trigger without supportsDeferredBinding).
+	Functions map[string]string
 }
 
 // Stack is the whole app running behind a dev host. Its fields are for
@@ -81,12 +86,37 @@ type Stack struct {
 	Tenants *tablestore.Tenants
 	// Catalog is the app's models.json.
 	Catalog *catalog.Catalog
+	// Host is the dev host running the app: its events say what it did
+	// (Wait); Broker is its Service Bus stand-in.
+	Host   *devhost.Host
+	Broker *sbemu.Broker
 
 	tb      testing.TB
 	root    string // the repository
 	handler string // the handler binary in AppDir
 	alerts  *sink
 	traces  *traces
+	out     *output
+}
+
+// output collects what the handler and the dev host print.
+type output struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.Write(p)
+}
+
+// Output returns what the handler printed (its own log lines) and the dev
+// host's log, which carries each invocation's Logs, so far.
+func (s *Stack) Output() string {
+	s.out.mu.Lock()
+	defer s.out.mu.Unlock()
+	return s.out.buf.String()
 }
 
 // Start runs the app for the test and stops it when the test ends. It fails
@@ -114,7 +144,7 @@ func Start(tb testing.TB, cfg Config) *Stack {
 	}
 	tb.Cleanup(func() { _ = sim.Close() })
 
-	s := &Stack{Keys: map[string]string{}, AppDir: tb.TempDir(), Sim: sim, SimURL: simURL, Azurite: az, tb: tb, root: root, alerts: newSink(tb), traces: newTraces()}
+	s := &Stack{Keys: map[string]string{}, AppDir: tb.TempDir(), Sim: sim, SimURL: simURL, Azurite: az, tb: tb, root: root, alerts: newSink(tb), traces: newTraces(), out: &output{}}
 	s.handler = filepath.Join(s.AppDir, "handler")
 	adminKey, adminDigest, err := auth.NewAdminKey(rand.Reader)
 	if err != nil {
@@ -138,7 +168,7 @@ func Start(tb testing.TB, cfg Config) *Stack {
 	for k, v := range cfg.Settings {
 		settings[k] = v
 	}
-	if s.Settings, err = writeApp(root, s.AppDir, settings); err != nil {
+	if s.Settings, err = writeApp(root, s.AppDir, settings, cfg.Functions); err != nil {
 		tb.Fatal(err)
 	}
 	ls, err := json.Marshal(map[string]any{"IsEncrypted": false, "Values": s.Settings})
@@ -206,12 +236,12 @@ func (s *Stack) startHost() {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	broker, err := sbemu.New(queues, s.Blobs, sbemu.Options{})
-	if err != nil {
+	if s.Broker, err = sbemu.New(queues, s.Blobs, sbemu.Options{}); err != nil {
 		tb.Fatal(err)
 	}
-	h, err := devhost.New(devhost.Options{App: app, Blobs: s.Blobs, Queues: queues, Broker: broker, HTTPAddr: "127.0.0.1:0",
-		HandlerOutput: s.traces.handlerOutput(zerolog.NewTestWriter(tb))}, zerolog.New(s.traces.hostLog()))
+	h, err := devhost.New(devhost.Options{App: app, Blobs: s.Blobs, Queues: queues, Broker: s.Broker, HTTPAddr: "127.0.0.1:0",
+		BlobPollInterval: blobPoll, HandlerOutput: s.traces.handlerOutput(io.MultiWriter(zerolog.NewTestWriter(tb), s.out))},
+		zerolog.New(io.MultiWriter(s.traces.hostLog(), s.out)))
 	if err != nil {
 		tb.Fatalf("devhost.New: %v", err)
 	}
@@ -226,7 +256,27 @@ func (s *Stack) startHost() {
 			tb.Error("dev host did not stop")
 		}
 	})
-	s.URL = h.URL()
+	s.URL, s.Host = h.URL(), h
+}
+
+// blobPoll is the stack's pause between blob container scans, short so
+// that a dropped blob is picked up at once.
+const blobPoll = 100 * time.Millisecond
+
+// eventWait bounds Wait.
+const eventWait = 60 * time.Second
+
+// Wait returns the first dev host event, past or future, that match
+// accepts, and fails the test if none comes within a minute.
+func (s *Stack) Wait(what string, match func(devhost.Event) bool) devhost.Event {
+	s.tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), eventWait)
+	defer cancel()
+	e, err := s.Host.Wait(ctx, match)
+	if err != nil {
+		s.tb.Fatalf("%s: %v", what, err)
+	}
+	return e
 }
 
 // linkOrCopy puts the handler binary at dst: a hard link where it can, a

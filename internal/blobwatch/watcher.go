@@ -31,6 +31,9 @@ type Options struct {
 	// Logger receives a line per fired, failed and poisoned blob and per
 	// failed scan. The zero Logger logs nothing.
 	Logger zerolog.Logger
+	// Scanned, when set, is told what each scan of Watch did, once it is
+	// over (err is the storage error that cut it short, if any).
+	Scanned func(function string, s Stats, err error)
 }
 
 // Watcher detects new and changed blobs for blob-triggered functions. It is
@@ -115,8 +118,12 @@ func (w *Watcher) Watch(ctx context.Context, function string, p Pattern, handle 
 	tick := time.NewTicker(w.opts.PollInterval)
 	defer tick.Stop()
 	for {
-		if _, err := w.Scan(ctx, function, p, handle); err != nil && ctx.Err() == nil {
+		stats, err := w.Scan(ctx, function, p, handle)
+		if err != nil && ctx.Err() == nil {
 			w.opts.Logger.Warn().Err(err).Str("function", function).Str("path", p.String()).Msg("blob scan")
+		}
+		if w.opts.Scanned != nil && ctx.Err() == nil {
+			w.opts.Scanned(function, stats, err)
 		}
 		select {
 		case <-ctx.Done():

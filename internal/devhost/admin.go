@@ -63,7 +63,7 @@ func (h *Host) Fire(ctx context.Context, name, input string) error {
 	case "serviceBusTrigger":
 		d := &sbemu.Delivery{Message: sbemu.Message{Body: []byte(input), MessageID: newID()}, DeliveryCount: 1,
 			EnqueuedTime: h.opts.Now(), ExpiresAt: h.opts.Now().Add(sbemu.DefaultTTL), LockToken: newID()}
-		_, err := h.execute(ctx, fn, h.serviceBusEnvelope(fn, d), nil)
+		_, err := h.execute(ctx, fn, h.serviceBusEnvelope(fn, d), nil, deliveryEvent(d))
 		return err
 	case "blobTrigger":
 		container, blobName, _ := strings.Cut(input, "/")
@@ -72,27 +72,7 @@ func (h *Host) Fire(ctx context.Context, name, input string) error {
 			return err
 		}
 		tokens, _ := p.Match(blobName)
-		props, err := h.opts.Blobs.ServiceClient().NewContainerClient(container).NewBlobClient(blobName).GetProperties(ctx, nil)
-		if err != nil {
-			return err
-		}
-		b := blobwatch.Blob{Container: container, Name: blobName, Tokens: tokens, Metadata: derefMap(props.Metadata),
-			URL: h.opts.Blobs.URL() + container + "/" + escapePath(blobName)}
-		if props.ETag != nil {
-			b.ETag = strings.Trim(string(*props.ETag), `"`)
-		}
-		if props.ContentLength != nil {
-			b.Properties.ContentLength = *props.ContentLength
-		}
-		if props.ContentType != nil {
-			b.Properties.ContentType = *props.ContentType
-		}
-		env, err := h.blobEnvelope(ctx, fn, b)
-		if err != nil {
-			return err
-		}
-		_, err = h.execute(ctx, fn, env, tokens)
-		return err
+		return h.invokeBlob(ctx, fn, container, blobName, tokens, "")
 	}
 	return errors.New("function " + name + " cannot be fired")
 }
@@ -105,16 +85,6 @@ func escapePath(name string) string {
 		segs[i] = url.PathEscape(s)
 	}
 	return strings.Join(segs, "/")
-}
-
-func derefMap(m map[string]*string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		if v != nil {
-			out[k] = *v
-		}
-	}
-	return out
 }
 
 // serveDevhost is the dev host's own API (master key): send a message to a

@@ -25,6 +25,9 @@ type App struct {
 	Settings map[string]string
 	// HTTPPort is local.settings.json's Host.LocalHttpPort (default 7071).
 	HTTPPort int
+	// StorageExtension is the Storage extension whose blob trigger the dev
+	// host imitates: the StorageExtensionSetting app setting, default 5.x.
+	StorageExtension StorageExtension
 
 	getenv func(string) string
 }
@@ -95,7 +98,7 @@ func (f *Function) Outputs() []Binding {
 
 // forwarded reports whether the host forwards this HTTP function's raw
 // request: forwarding is on and the function is exactly one httpTrigger in
-// and one http out (shared/reference §1.3).
+// and one http out (with any other binding the host sends an envelope).
 func (f *Function) forwarded(h HostConfig) bool {
 	if !h.Forwarding || len(f.Bindings) != 2 {
 		return false
@@ -146,6 +149,9 @@ func LoadApp(root string, getenv func(string) string) (*App, error) {
 		return nil, err
 	}
 	if err := app.loadSettings(filepath.Join(root, "local.settings.json")); err != nil {
+		return nil, err
+	}
+	if app.StorageExtension, err = ParseStorageExtension(app.setting(StorageExtensionSetting)); err != nil {
 		return nil, err
 	}
 	entries, err := os.ReadDir(root)

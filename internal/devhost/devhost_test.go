@@ -1,50 +1,107 @@
 package devhost_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/offpath/offpath/internal/azurite"
+	"github.com/offpath/offpath/internal/devhost"
+	"github.com/offpath/offpath/internal/sbemu"
 )
 
 func TestDevhost_BlobFiresOncePerETag(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, azurite.Start(t), 10)
 	a := newApp(t, "", "blob-fn")
-	s.run(t, a)
+	h, _ := s.run(t, a)
 	ctx := context.Background()
 	if _, err := s.blobs.CreateContainer(ctx, a.container, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.blobs.UploadBuffer(ctx, a.container, "contoso/notes/a.txt", []byte("first"), nil); err != nil {
+	first, err := s.blobs.UploadBuffer(ctx, a.container, "contoso/notes/a.txt", []byte("first"), nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.blobs.UploadBuffer(ctx, a.container, "toplevel.txt", []byte("no tenant"), nil); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 15*time.Second, "the blob function", func() bool { return len(a.records(t, "blob-fn")) >= 1 })
-	time.Sleep(600 * time.Millisecond) // several more scans
+	inv := waitEvent(t, h, "the blob function", invokedFor(a.container+"/contoso/notes/a.txt", string(*first.ETag)))
+	quietScans(t, h, "blob-fn", inv.At, 3)
 	recs := a.records(t, "blob-fn")
 	if len(recs) != 1 {
 		t.Fatalf("blob fired %d times, want once: %+v", len(recs), recs)
 	}
 	// Tokens bind greedily left to right, as the host's BindingTemplateSource does.
-	if r := recs[0]; r.Body != "first" || r.Tokens["tenant"] != "contoso/notes" || r.Tokens["name"] != "a.txt" || r.ETag == "" {
-		t.Errorf("record = %+v, want content, tokens tenant=contoso/notes name=a.txt and an ETag", r)
+	if r := recs[0]; r.Body != "first" || r.Tokens["tenant"] != "contoso/notes" || r.Tokens["name"] != "a.txt" || inv.Outcome != "succeeded" {
+		t.Errorf("record = %+v, event %+v: want content and tokens tenant=contoso/notes name=a.txt", r, inv)
+	}
+	// Properties are what Get Blob Properties said, in the 5.x shape.
+	var props struct {
+		ETag          json.RawMessage
+		ContentLength int64
+		ContentHash   []byte
+		CreatedOn     time.Time
+		LastAccessed  string
+	}
+	sum := md5.Sum([]byte("first"))
+	if err := json.Unmarshal(recs[0].Properties, &props); err != nil || string(props.ETag) != "{}" || props.ContentLength != 5 ||
+		!bytes.Equal(props.ContentHash, sum[:]) || props.CreatedOn.IsZero() || props.LastAccessed != "0001-01-01T00:00:00+00:00" {
+		t.Errorf("Properties %s (%v): want the 5.x shape of the blob", recs[0].Properties, err)
 	}
 
-	if _, err := s.blobs.UploadBuffer(ctx, a.container, "contoso/notes/a.txt", []byte("second"), nil); err != nil {
+	second, err := s.blobs.UploadBuffer(ctx, a.container, "contoso/notes/a.txt", []byte("second"), nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 15*time.Second, "the changed blob", func() bool { return len(a.records(t, "blob-fn")) >= 2 })
-	time.Sleep(600 * time.Millisecond)
+	inv = waitEvent(t, h, "the changed blob", invokedFor(a.container+"/contoso/notes/a.txt", string(*second.ETag)))
+	quietScans(t, h, "blob-fn", inv.At, 3)
 	recs = a.records(t, "blob-fn")
-	if len(recs) != 2 || recs[1].Body != "second" || recs[1].ETag == recs[0].ETag {
-		t.Fatalf("after the change: %+v, want exactly one more invocation with the new content and ETag", recs)
+	if len(recs) != 2 || recs[1].Body != "second" {
+		t.Fatalf("after the change: %+v, want exactly one more invocation with the new content", recs)
 	}
+}
+
+// invokedFor matches the finished invocation for one version of a blob.
+func invokedFor(blob, etag string) func(devhost.Event) bool {
+	etag = strings.Trim(etag, `"`)
+	return func(e devhost.Event) bool { return e.Kind == devhost.Invoked && e.Blob == blob && e.ETag == etag }
+}
+
+func waitEvent(t *testing.T, h *devhost.Host, what string, match func(devhost.Event) bool) devhost.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e, err := h.Wait(ctx, match)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return e
+}
+
+// quietScans waits for n whole scans of function's container after the
+// one running at since, and fails the test if any of them fired.
+func quietScans(t *testing.T, h *devhost.Host, function string, since time.Time, n int) {
+	t.Helper()
+	scans := 0
+	waitEvent(t, h, fmt.Sprintf("%d more scans", n), func(e devhost.Event) bool {
+		if e.Kind != devhost.BlobScanned || e.Function != function || !e.At.After(since) {
+			return false
+		}
+		scans++
+		if scans > 1 && e.Fired > 0 { // the first is the scan that was running at since
+			t.Errorf("a later scan fired %d more invocations", e.Fired)
+		}
+		return scans > n
+	})
 }
 
 func TestDevhost_ServiceBusRetriesThenDeadLetters(t *testing.T) {
@@ -66,10 +123,20 @@ func TestDevhost_ServiceBusRetriesThenDeadLetters(t *testing.T) {
 	if code != http.StatusRequestEntityTooLarge || !strings.Contains(body, "256 KiB") {
 		t.Errorf("300 KiB message: %d %q, want 413 naming the 256 KiB limit", code, body)
 	}
-	eventually(t, 30*time.Second, "the dead letter", func() bool {
-		_, dead, err := s.broker.Count(context.Background(), a.queue)
-		return err == nil && dead == 1
+	// The host's events tell each delivery's fate, with its count.
+	var fates []string
+	waitEvent(t, h, "the dead-lettering", func(e devhost.Event) bool {
+		if e.Kind == devhost.Settled && e.Function == "sb-fn" && e.Outcome != sbemu.Completed {
+			fates = append(fates, fmt.Sprintf("%s@%d", e.Outcome, e.DeliveryCount))
+		}
+		return e.Kind == devhost.Settled && e.Outcome == sbemu.DeadLettered
 	})
+	if want := []string{"abandoned@1", "abandoned@2", "deadlettered@3"}; !slices.Equal(fates, want) {
+		t.Errorf("settlements %v, want %v", fates, want)
+	}
+	if _, dead, err := s.broker.Count(context.Background(), a.queue); err != nil || dead != 1 {
+		t.Errorf("%d dead letters (%v), want 1", dead, err)
+	}
 	var counts []int
 	for _, r := range a.records(t, "sb-fn") {
 		if r.Body == "please fail" {
@@ -196,5 +263,82 @@ func TestDevhost_HTTPKeysAndModes(t *testing.T) {
 	}
 	if recs := a.records(t, "echo"); len(recs) != 1 || recs[0].Body != "ping" || recs[0].Query != "1" {
 		t.Errorf("echo records = %+v, want one with body ping and q=1", recs)
+	}
+}
+
+// TestDevhost_EventGridWebhook: the blobs extension's webhook answers Event
+// Grid's validation handshake and runs the function for a BlobCreated
+// event (Event Grid or CloudEvents schema) on the blob's current version;
+// it refuses callers without the key and unknown functions.
+func TestDevhost_EventGridWebhook(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, azurite.Start(t), 10)
+	a := newApp(t, "", "blob-eg")
+	h, _ := s.run(t, a)
+	ctx := context.Background()
+	if _, err := s.blobs.CreateContainer(ctx, a.container, nil); err != nil {
+		t.Fatal(err)
+	}
+	up, err := s.blobs.UploadBuffer(ctx, a.container, "contoso/a.txt", []byte("event"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob := a.container + "/contoso/a.txt"
+	first := waitEvent(t, h, "the scan's invocation", invokedFor(blob, string(*up.ETag)))
+
+	hook := h.URL() + "/runtime/webhooks/blobs?functionName=Host.Functions.blob-eg"
+	post := func(key, eventType, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, hook, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("aeg-event-type", eventType)
+		req.Header.Set("x-functions-key", key)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if code, body := post("mkey", "SubscriptionValidation",
+		`[{"id":"1","eventType":"Microsoft.EventGrid.SubscriptionValidationEvent","subject":"","data":{"validationCode":"512d38b6"}}]`); code != http.StatusOK || !strings.Contains(body, `"validationResponse":"512d38b6"`) {
+		t.Errorf("validation: %d %s", code, body)
+	}
+	created := `[{"eventType":"Microsoft.Storage.BlobCreated","subject":"/blobServices/default/containers/` + a.container + `/blobs/contoso/a.txt","data":{"url":"x"}}]`
+	if code, _ := post("fkey", "Notification", created); code != http.StatusUnauthorized {
+		t.Errorf("function key: %d, want 401 (the system key is needed)", code)
+	}
+	if code, _ := post("mkey", "Notification", "not json"); code != http.StatusBadRequest {
+		t.Errorf("garbage: %d, want 400", code)
+	}
+	if code, _ := post("mkey", "Notification", created); code != http.StatusAccepted {
+		t.Fatalf("BlobCreated: %d, want 202", code)
+	}
+	again := waitEvent(t, h, "the webhook's invocation", func(e devhost.Event) bool {
+		return e.Kind == devhost.Invoked && e.Blob == blob && e.InvocationID != first.InvocationID
+	})
+	if again.ETag != first.ETag || again.Outcome != "succeeded" {
+		t.Errorf("webhook invocation %+v, want the same version, succeeded", again)
+	}
+	// CloudEvents schema, for a blob that is gone: skipped, counted done.
+	gone := `{"specversion":"1.0","type":"Microsoft.Storage.BlobCreated","source":"x","id":"2","subject":"/blobServices/default/containers/` + a.container + `/blobs/contoso/gone.txt","data":{}}`
+	if code, _ := post("mkey", "Notification", gone); code != http.StatusAccepted {
+		t.Fatalf("CloudEvent: %d, want 202", code)
+	}
+	waitEvent(t, h, "the skipped blob", func(e devhost.Event) bool {
+		return e.Kind == devhost.BlobSkipped && e.Blob == a.container+"/contoso/gone.txt"
+	})
+	req, _ := http.NewRequest(http.MethodPost, h.URL()+"/runtime/webhooks/blobs?functionName=Host.Functions.nope", strings.NewReader(created))
+	req.Header.Set("x-functions-key", "mkey")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown function: %d, want 404", res.StatusCode)
 	}
 }

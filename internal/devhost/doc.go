@@ -14,7 +14,16 @@
 //     TimerInfo (IsPastDue, ScheduleStatus kept in Azurite across restarts),
 //     and POST /admin/functions/{name} fires any non-HTTP function now;
 //   - blob triggers fire for new or changed blobs in Azurite (package
-//     blobwatch: receipts per ETag, five tries, then poison);
+//     blobwatch: receipts per ETag, five tries, then poison), and bind as
+//     the Storage extension does: Get Blob Properties, then the envelope in
+//     the extension's shape. By default that is the 5.x extension that
+//     extension bundle [4.*, 5.0.0) loads (Azure.Storage.Blobs v12's
+//     BlobProperties, the deferred descriptor where supportsDeferredBinding
+//     is set; the Event Grid source binds whatever version is there, the
+//     polling one skips a blob that changed since it was found; Event Grid
+//     deliveries are taken at /runtime/webhooks/blobs). The app
+//     setting DEVHOST_STORAGE_EXTENSION=4 selects the 4.x extension (the
+//     older BlobProperties, content inline, polling only);
 //   - Service Bus triggers and outputs use a durable at-least-once stand-in on
 //     Azurite (package sbemu: PeekLock, DeliveryCount, dead-lettering after
 //     MaxDeliveryCount, maxConcurrentCalls from host.json, 256 KB limit);
@@ -23,5 +32,7 @@
 //     settings, in forwarding or envelope mode as the host decides.
 //
 // Every invocation is logged as one structured line (function, trigger,
-// invocation id, duration, outcome).
+// invocation id, duration, outcome), and recorded as an Event with what the
+// host did around it (messages sent and settled, blob scans): Host.Wait
+// returns the first event a test is waiting for.
 package devhost

@@ -18,6 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/rs/zerolog"
 
+	"github.com/offpath/offpath/internal/apptest"
 	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/devhost"
 	"github.com/offpath/offpath/internal/sbemu"
@@ -43,6 +44,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	apptest.Cleanup()
 	os.Exit(code)
 }
 
@@ -52,6 +54,7 @@ var functionJSON = map[string]string{
 		{"type":"serviceBusTrigger","direction":"in","name":"message","queueName":"%QUEUE%","connection":"ServiceBus","dataType":"binary"},
 		{"type":"serviceBus","direction":"out","name":"out","queueName":"%QUEUE%-out","connection":"ServiceBus"}]}`,
 	"blob-fn":  `{"bindings":[{"type":"blobTrigger","direction":"in","name":"blob","path":"%CONTAINER%/{tenant}/{name}","connection":"AzureWebJobsStorage","dataType":"binary"}]}`,
+	"blob-eg":  `{"bindings":[{"type":"blobTrigger","direction":"in","name":"blob","path":"%CONTAINER%/{tenant}/{name}","connection":"AzureWebJobsStorage","source":"EventGrid","dataType":"binary"}]}`,
 	"timer-fn": `{"bindings":[{"type":"timerTrigger","direction":"in","name":"timer","schedule":"%SCHEDULE%","useMonitor":true}]}`,
 	"echo": `{"bindings":[
 		{"type":"httpTrigger","direction":"in","name":"req","authLevel":"function","methods":["post"],"route":"echo/{id:int}"},
@@ -101,7 +104,7 @@ type record struct {
 	Body          string            `json:"body"`
 	DeliveryCount int               `json:"deliveryCount"`
 	Tokens        map[string]string `json:"tokens"`
-	ETag          string            `json:"etag"`
+	Properties    json.RawMessage   `json:"properties"`
 	IsPastDue     bool              `json:"isPastDue"`
 	HasStatus     bool              `json:"hasStatus"`
 	Query         string            `json:"query"`

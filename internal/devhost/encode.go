@@ -9,8 +9,9 @@ import (
 
 // The host builds each Data and Metadata value with
 // JsonConvert.SerializeObject and sends the result as a JSON string
-// (shared/reference §3.1). These helpers reproduce each case exactly, so a
-// handler that works here meets the same quirks it will meet in Azure.
+// (primitives become their text, strings their JSON text). These helpers
+// reproduce each case exactly, so a handler that works here meets the same
+// quirks it will meet in Azure.
 
 // envelope is the request body {"Data": {...}, "Metadata": {...}}.
 type envelope struct {

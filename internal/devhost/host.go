@@ -50,6 +50,7 @@ type Host struct {
 	ln      net.Listener
 	timers  map[string]*timer
 	keys    keys
+	journal *journal
 }
 
 // New prepares a dev host and binds its HTTP address, so that callers know
@@ -71,6 +72,7 @@ func New(opts Options, logger zerolog.Logger) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	j := newJournal()
 	h := &Host{
 		opts:   opts,
 		app:    opts.App,
@@ -85,9 +87,13 @@ func New(opts Options, logger zerolog.Logger) (*Host, error) {
 		blobs: blobwatch.New(opts.Blobs, opts.Queues, blobwatch.Options{
 			HostID: opts.HostID, PollInterval: opts.BlobPollInterval,
 			MaxTries: opts.App.Host.PoisonBlobThreshold, Logger: logger,
+			Scanned: func(function string, s blobwatch.Stats, _ error) {
+				j.record(Event{Kind: BlobScanned, At: time.Now(), Function: function, Fired: s.Fired})
+			},
 		}),
-		timers: map[string]*timer{},
-		keys:   keysFrom(opts.App),
+		timers:  map[string]*timer{},
+		keys:    keysFrom(opts.App),
+		journal: j,
 	}
 	if err := h.prepareTimers(); err != nil {
 		return nil, err
@@ -148,9 +154,10 @@ func (h *Host) function(name string) *Function {
 }
 
 // execute runs one invocation of fn: send the envelope, deliver the outputs,
-// and log one line with the outcome. tokens are the trigger's binding data
-// for output paths such as {name}.
-func (h *Host) execute(ctx context.Context, fn *Function, env envelope, tokens map[string]string) (*reply, error) {
+// log one line with the outcome and record an Invoked event, which ev
+// describes further (the blob or message). tokens are the trigger's binding
+// data for output paths such as {name}.
+func (h *Host) execute(ctx context.Context, fn *Function, env envelope, tokens map[string]string, ev Event) (*reply, error) {
 	id := newID()
 	start := time.Now()
 	r, err := h.invoker.invoke(ctx, id, fn.Name, env)
@@ -160,12 +167,13 @@ func (h *Host) execute(ctx context.Context, fn *Function, env envelope, tokens m
 		}
 		err = h.deliver(ctx, fn, r, tokens)
 	}
-	ev := h.logger.Info()
-	outcome := "succeeded"
+	log := h.logger.Info()
+	ev.Kind, ev.Function, ev.InvocationID, ev.Outcome = Invoked, fn.Name, id, "succeeded"
 	if err != nil {
-		ev, outcome = h.logger.Warn().Err(err), "failed"
+		log, ev.Outcome, ev.Err = h.logger.Warn().Err(err), "failed", err.Error()
 	}
-	ev.Str("function", fn.Name).Str("trigger", fn.Trigger().Type).Str("invocation_id", id).
-		Dur("duration", time.Since(start)).Str("outcome", outcome).Msg("invocation")
+	log.Str("function", fn.Name).Str("trigger", fn.Trigger().Type).Str("invocation_id", id).
+		Dur("duration", time.Since(start)).Str("outcome", ev.Outcome).Msg("invocation")
+	h.record(ev)
 	return r, err
 }

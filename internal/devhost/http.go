@@ -42,6 +42,9 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(r.URL.Path, "/devhost/"):
 		h.serveDevhost(w, r)
 		return
+	case r.URL.Path == "/runtime/webhooks/blobs":
+		h.serveBlobWebhook(w, r)
+		return
 	}
 	for _, fn := range h.app.Functions {
 		t := fn.Trigger()
@@ -186,7 +189,7 @@ func (h *Host) envelopeHTTP(w http.ResponseWriter, r *http.Request, fn *Function
 			env.Metadata[k] = hostString(*v)
 		}
 	}
-	rep, err := h.execute(r.Context(), fn, env, nil)
+	rep, err := h.execute(r.Context(), fn, env, nil, Event{})
 	if err != nil {
 		http.Error(w, "function invocation failed", http.StatusInternalServerError)
 		return

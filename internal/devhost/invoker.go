@@ -20,7 +20,7 @@ import (
 const hostVersion = "4.1044.0-offpath-devhost"
 
 // invoker sends envelopes to the handler and reads replies by the host's
-// rules (shared/reference §4).
+// rules.
 type invoker struct {
 	worker  *worker
 	client  *http.Client

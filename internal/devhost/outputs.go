@@ -30,9 +30,12 @@ func (h *Host) deliver(ctx context.Context, fn *Function, r *reply, tokens map[s
 		switch strings.ToLower(b.Type) {
 		case "servicebus":
 			for _, it := range outputItems(b, raw, true) {
-				if err = h.opts.Broker.Send(ctx, b.QueueName, sbemu.Message{Body: it.messageBody()}); err != nil {
+				// The id sbemu would generate, made here so the event can name it.
+				m := sbemu.Message{Body: it.messageBody(), MessageID: strings.ReplaceAll(newID(), "-", "")}
+				if err = h.opts.Broker.Send(ctx, b.QueueName, m); err != nil {
 					break
 				}
+				h.recordSent(fn.Name, b.QueueName, m)
 			}
 		case "queue":
 			err = h.enqueue(ctx, b, outputItems(b, raw, true))

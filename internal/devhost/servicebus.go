@@ -16,14 +16,21 @@ func (h *Host) processQueue(ctx context.Context, fn *Function) error {
 	return h.opts.Broker.Process(ctx, t.QueueName, sbemu.ProcessOptions{
 		MaxConcurrentCalls: h.app.Host.MaxConcurrentCalls,
 		MaxAutoLockRenewal: h.app.Host.MaxAutoLockRenewal,
+		Settled: func(s sbemu.Settlement) {
+			h.record(Event{Kind: Settled, Function: fn.Name, Outcome: s.Outcome, Queue: s.Queue, MessageID: s.MessageID, DeliveryCount: s.DeliveryCount})
+		},
 	}, func(ctx context.Context, d *sbemu.Delivery) error {
-		_, err := h.execute(ctx, fn, h.serviceBusEnvelope(fn, d), nil)
+		_, err := h.execute(ctx, fn, h.serviceBusEnvelope(fn, d), nil, deliveryEvent(d))
 		return err
 	})
 }
 
+func deliveryEvent(d *sbemu.Delivery) Event {
+	return Event{Queue: d.Queue, MessageID: d.MessageID, DeliveryCount: d.DeliveryCount}
+}
+
 // serviceBusEnvelope encodes a message as the Service Bus extension 5.x
-// binding data reaches a custom handler (shared/reference §3.3).
+// binding data reaches a custom handler.
 func (h *Host) serviceBusEnvelope(fn *Function, d *sbemu.Delivery) envelope {
 	t := fn.Trigger()
 	env := newEnvelope(fn.Name, h.opts.Now())

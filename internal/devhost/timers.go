@@ -112,7 +112,7 @@ func (t *timer) fire(ctx context.Context, pastDue bool, scheduled time.Time) sch
 		}
 	}
 	env.Data[t.fn.Trigger().Name] = mustJSON(info)
-	_, _ = t.h.execute(ctx, t.fn, env, nil)
+	_, _ = t.h.execute(ctx, t.fn, env, nil, Event{})
 	if err := t.saveStatus(ctx, status); err != nil {
 		t.h.logger.Warn().Err(err).Str("function", t.fn.Name).Msg("timer status not saved")
 	}

@@ -43,6 +43,32 @@ type ProcessOptions struct {
 	// PollInterval is the longest wait between receives on an empty queue
 	// (or after an error). Default (and for 0 or less) 1 second.
 	PollInterval time.Duration
+	// Settled, when set, is told how each delivery Process ran was settled,
+	// once the settlement is done (or has failed). It is called from the
+	// goroutine that ran the handler and must not block for long.
+	Settled func(Settlement)
+}
+
+// Outcomes of a Settlement.
+const (
+	Completed    = "completed"
+	Abandoned    = "abandoned"
+	DeadLettered = "deadlettered"
+	// Unsettled: the settle call failed (the lock was lost, storage was
+	// down), so the message will be delivered again once its lock expires;
+	// or the handler settled it itself.
+	Unsettled = "unsettled"
+)
+
+// Settlement is what became of one delivery that Process ran.
+type Settlement struct {
+	Queue         string
+	MessageID     string
+	DeliveryCount int
+	// Outcome is Completed, Abandoned, DeadLettered or Unsettled.
+	Outcome string
+	// HandlerErr is the handler's error, if it failed.
+	HandlerErr error
 }
 
 // Handler processes one delivery. Returning nil completes the message; an
@@ -124,20 +150,34 @@ func (b *Broker) run(ctx context.Context, d *Delivery, o ProcessOptions, handle 
 	close(stop)
 	<-renewed
 
+	outcome := Unsettled
+	defer func() {
+		if o.Settled != nil {
+			o.Settled(Settlement{Queue: d.Queue, MessageID: d.MessageID, DeliveryCount: d.DeliveryCount, Outcome: outcome, HandlerErr: err})
+		}
+	}()
 	if d.settled() {
 		return // the handler settled it itself
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
 	if err == nil {
-		if err := b.Complete(sctx, d); err != nil {
-			log.Warn().Err(err).Msg("sbemu: complete")
+		if cerr := b.Complete(sctx, d); cerr != nil {
+			log.Warn().Err(cerr).Msg("sbemu: complete")
+			return
 		}
+		outcome = Completed
 		return
 	}
 	log.Debug().Err(err).Msg("sbemu: handler failed; abandoning the message")
-	if err := b.Abandon(sctx, d, err.Error()); err != nil {
-		log.Warn().Err(err).Msg("sbemu: abandon")
+	dead, aerr := b.abandon(sctx, d, err.Error())
+	switch {
+	case aerr != nil:
+		log.Warn().Err(aerr).Msg("sbemu: abandon")
+	case dead:
+		outcome = DeadLettered
+	default:
+		outcome = Abandoned
 	}
 }
 

@@ -242,3 +242,42 @@ func TestProcess_HandlerMaySettleItself(t *testing.T) {
 		t.Errorf("Count = %d, %d; want 0, 0", active, dead)
 	}
 }
+
+// TestProcess_ReportsSettlements: Settled hears each delivery's fate after
+// it is settled: abandoned, then dead-lettered at MaxDeliveryCount; and a
+// good message completed on its first delivery.
+func TestProcess_ReportsSettlements(t *testing.T) {
+	t.Parallel()
+	b := newBroker(t, nil, sbemu.Options{MaxDeliveryCount: 2})
+	q := queueName(t)
+	mustSend(t, b, q, sbemu.Message{Body: []byte("bad"), MessageID: "bad-1"})
+	mustSend(t, b, q, sbemu.Message{Body: []byte("good"), MessageID: "good-1"})
+	settled := make(chan sbemu.Settlement, 8)
+	o := fast()
+	o.Settled = func(s sbemu.Settlement) { settled <- s }
+	process(t, b, q, o, func(_ context.Context, d *sbemu.Delivery) error {
+		if string(d.Body) == "bad" {
+			return errors.New("no")
+		}
+		return nil
+	})
+	got := map[string][]string{}
+	timeout := time.After(20 * time.Second)
+	for len(got["bad-1"]) < 2 || len(got["good-1"]) < 1 {
+		select {
+		case s := <-settled:
+			if s.Queue != q {
+				t.Errorf("settlement on %q, want %q", s.Queue, q)
+			}
+			got[s.MessageID] = append(got[s.MessageID], fmt.Sprintf("%s@%d", s.Outcome, s.DeliveryCount))
+			if (s.HandlerErr != nil) != (s.MessageID == "bad-1") {
+				t.Errorf("%s: HandlerErr %v", s.MessageID, s.HandlerErr)
+			}
+		case <-timeout:
+			t.Fatalf("settlements so far %v", got)
+		}
+	}
+	if !slices.Equal(got["bad-1"], []string{"abandoned@1", "deadlettered@2"}) || !slices.Equal(got["good-1"], []string{"completed@1"}) {
+		t.Errorf("settlements %v", got)
+	}
+}

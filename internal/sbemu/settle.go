@@ -36,9 +36,15 @@ func (b *Broker) Complete(ctx context.Context, d *Delivery) error {
 // its DeadLetterErrorDescription. Messages in a dead-letter queue are never
 // dead-lettered again. It returns ErrLockLost like Complete.
 func (b *Broker) Abandon(ctx context.Context, d *Delivery, reason string) error {
+	_, err := b.abandon(ctx, d, reason)
+	return err
+}
+
+// abandon is Abandon, also reporting whether the message was dead-lettered.
+func (b *Broker) abandon(ctx context.Context, d *Delivery, reason string) (deadLettered bool, err error) {
 	ls, err := held(d)
 	if err != nil {
-		return fmt.Errorf("abandon message %q: %w", d.MessageID, err)
+		return false, fmt.Errorf("abandon message %q: %w", d.MessageID, err)
 	}
 	defer ls.mu.Unlock()
 	if !ls.entity.dead && ls.dequeues >= b.maxCount {
@@ -50,15 +56,15 @@ func (b *Broker) Abandon(ctx context.Context, d *Delivery, reason string) error 
 		b.log.Warn().Str("queue", d.Queue).Str("message_id", d.MessageID).Int("delivery_count", ls.dequeues).
 			Str("reason", dl.Reason).Msg("sbemu: dead-lettering a message")
 		if err := b.moveToDeadLetter(ctx, ls, ls.wire, dl); err != nil {
-			return fmt.Errorf("abandon message %q on %q: %w", d.MessageID, d.Queue, err)
+			return false, fmt.Errorf("abandon message %q on %q: %w", d.MessageID, d.Queue, err)
 		}
-		return nil
+		return true, nil
 	}
 	if err := b.setVisibility(ctx, ls, 0); err != nil {
-		return fmt.Errorf("abandon message %q on %q: %w", d.MessageID, d.Queue, err)
+		return false, fmt.Errorf("abandon message %q on %q: %w", d.MessageID, d.Queue, err)
 	}
 	ls.settled = true
-	return nil
+	return false, nil
 }
 
 // RenewLock extends the lock by LockDuration from now. It returns ErrLockLost

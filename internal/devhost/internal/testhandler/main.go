@@ -33,7 +33,7 @@ type record struct {
 	DeliveryCount int               `json:"deliveryCount,omitempty"`
 	MessageID     string            `json:"messageId,omitempty"`
 	Tokens        map[string]string `json:"tokens,omitempty"`
-	ETag          string            `json:"etag,omitempty"`
+	Properties    json.RawMessage   `json:"properties,omitempty"`
 	IsPastDue     bool              `json:"isPastDue,omitempty"`
 	HasStatus     bool              `json:"hasStatus,omitempty"`
 	Query         string            `json:"query,omitempty"`
@@ -72,8 +72,11 @@ func main() {
 		}
 		return invoke.Result{Outputs: map[string]invoke.Output{"out": invoke.Text("done")}}, nil
 	})
-	m.Handle("blob-fn", invoke.BlobTrigger, func(_ context.Context, r *invoke.Request) (invoke.Result, error) {
-		b, err := r.Blob("blob")
+	blob := func(_ context.Context, r *invoke.Request) (invoke.Result, error) {
+		// The content alone: the version is the dev host's to report
+		// (its events), as the 5.x Properties carry no usable ETag.
+		data, _ := r.Data("blob")
+		content, err := data.Bytes()
 		if err != nil {
 			return invoke.Result{}, err
 		}
@@ -81,15 +84,18 @@ func main() {
 		name, _ := r.Meta("name")
 		ts, _ := tenant.String()
 		ns, _ := name.String()
-		rec := record{Function: "blob-fn", Body: string(b.Content), ETag: b.ETag, Tokens: map[string]string{"tenant": ts, "name": ns}}
+		props, _ := r.Meta("Properties")
+		rec := record{Function: "blob-fn", Body: string(content), Tokens: map[string]string{"tenant": ts, "name": ns}, Properties: json.RawMessage(props)}
 		if err := write(rec); err != nil {
 			return invoke.Result{}, err
 		}
-		if strings.Contains(string(b.Content), "fail") {
+		if strings.Contains(string(content), "fail") {
 			return invoke.Result{}, errors.New("asked to fail")
 		}
 		return invoke.Result{}, nil
-	})
+	}
+	m.Handle("blob-fn", invoke.BlobTrigger, blob)
+	m.Handle("blob-eg", invoke.BlobTrigger, blob)
 	m.Handle("timer-fn", invoke.TimerTrigger, func(_ context.Context, r *invoke.Request) (invoke.Result, error) {
 		t, err := r.Timer("timer")
 		if err != nil {
