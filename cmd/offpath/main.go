@@ -57,6 +57,21 @@ Commands:
                                re-enqueue a rejected or dead-lettered document
                                after a fix: the enqueue checks run again on
                                the blob as it is now
+  batches submit -alias A (-input FILE.jsonl | -input-blob NAME) [-system-prompt S]
+         [-max-tokens N] [-metadata k=v,...] [-idempotency-key K]
+                               submit a batch job through the REST API
+  batches list [-state S] [-limit N] [-cursor C]
+                               the tenant's batch jobs
+  batches get ID               a job: state, parts, Azure status, counts, deadline
+  batches wait ID [-interval 10s] [-timeout D]
+                               follow a job until harvested (a progress bar on
+                               a terminal); exit 1 unless it completed
+  batches results ID [-o FILE] the job's results as JSONL
+  batches cancel ID            cancel a job
+                               (batches: -url, default $OFFPATH_URL, else
+                               ` + defaultAPIURL + `; -key, default $OFFPATH_API_KEY;
+                               -function-key, default $OFFPATH_FUNCTION_KEY;
+                               -json on every one)
   models [-json]               the model aliases, their deployments and prices
   admin-key                    make an admin key for the REST API, and the
                                digest to set as OFFPATH_ADMIN_KEY_SHA256
@@ -151,6 +166,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return c.usage(ctx, rest)
 	case "documents":
 		return c.documents(ctx, rest)
+	case "batches":
+		return c.batches(ctx, rest)
 	case "models":
 		return c.listModels(rest)
 	case "admin-key":

@@ -199,7 +199,10 @@ func TestCLI_ExitCodesAndHelp(t *testing.T) {
 		stdout, stderr string
 	}{
 		{[]string{"-h"}, 0, "tenants rotate-key", ""},
-		{[]string{"--help"}, 0, "documents reprocess", ""},
+		{[]string{"--help"}, 0, "batches wait", ""},
+		{[]string{"batches", "-h"}, 0, "submit, list, get, wait, results, cancel", ""},
+		{[]string{"batches", "wait", "-h"}, 0, "Usage: offpath batches wait ID", ""},
+		{[]string{"batches", "submit", "--help"}, 0, "-input-blob", ""},
 		{[]string{"help"}, 0, "Commands:", ""},
 		{[]string{"--version"}, 0, "offpath ", ""},
 		{[]string{"tenants", "-h"}, 0, "create, list, suspend, activate, rotate-key", ""},
@@ -286,7 +289,6 @@ func TestCLI_ModelsAndAdminKey(t *testing.T) {
 		t.Errorf("bad OFFPATH_MODELS: %v", err)
 	}
 }
-
 
 func TestThousands(t *testing.T) {
 	t.Parallel()
