@@ -21,8 +21,9 @@ import (
 )
 
 // DefaultRequestReadTimeout is how long the handler's server waits for a
-// whole request. The Functions host is its only client, on loopback.
-const DefaultRequestReadTimeout = 30 * time.Second
+// whole request. The Functions host is its only client, on loopback, but it
+// may stream a caller's body as it arrives: as long as the front allows.
+const DefaultRequestReadTimeout = time.Minute
 
 // Handler is the custom handler's configuration.
 type Handler struct {
@@ -119,7 +120,7 @@ func LoadHandler(getenv func(string) string, readFile func(string) ([]byte, erro
 	c.RequestReadTimeout = DefaultRequestReadTimeout
 	if s := getenv("OFFPATH_REQUEST_READ_TIMEOUT"); s != "" {
 		if d, err := time.ParseDuration(s); err != nil || d <= 0 {
-			errs = append(errs, fmt.Errorf("OFFPATH_REQUEST_READ_TIMEOUT %q: want a positive duration such as 30s", s))
+			errs = append(errs, fmt.Errorf("OFFPATH_REQUEST_READ_TIMEOUT %q: want a positive duration such as 1m", s))
 		} else {
 			c.RequestReadTimeout = d
 		}
