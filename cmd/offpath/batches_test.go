@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -212,5 +215,40 @@ func TestProgressBar(t *testing.T) {
 	}
 	if got := plain.String(); strings.Count(got, "\n") != 1 || strings.Contains(got, "\r") {
 		t.Errorf("plain progress = %q", got)
+	}
+}
+
+// TestWait_AsksAgainAfterAFailure: a 503 (a dependency blinked) is asked
+// again; a 4xx ends the wait; -timeout bounds it. The API here is a stand-in
+// answering in turn what the real one answers (the real one is above).
+func TestWait_AsksAgainAfterAFailure(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.Header.Get("Authorization") != "Bearer opk_test":
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprint(w, `{"error":{"code":"unauthenticated","message":"no credential"}}`)
+		case r.URL.Path == "/api/v1/batches/stuck":
+			fmt.Fprint(w, `{"id":"stuck","state":"submitted","items":3}`)
+		case calls.Add(1) == 1:
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprint(w, `{"error":{"code":"unavailable","message":"a dependency is unavailable; try again shortly"}}`)
+		default:
+			fmt.Fprint(w, `{"id":"j1","state":"harvested","final":"completed","items":3,"outcomes":{"ok":3}}`)
+		}
+	}))
+	defer srv.Close()
+	env := map[string]string{"OFFPATH_URL": srv.URL, "OFFPATH_API_KEY": "opk_test"}
+	stdout, stderr, code := invoke(t, env, "batches", "wait", "j1", "-interval", "1ms")
+	if code != 0 || !strings.Contains(stderr, "503 unavailable") || !strings.Contains(stderr, "asking again") || !strings.Contains(stdout, "harvested (completed): 3 ok") {
+		t.Errorf("wait through a 503: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	if _, stderr, code := invoke(t, map[string]string{"OFFPATH_URL": srv.URL, "OFFPATH_API_KEY": "opk_other"}, "batches", "wait", "j1"); code != 1 || !strings.Contains(stderr, "401 unauthenticated") {
+		t.Errorf("wait unauthorised: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := invoke(t, env, "batches", "wait", "stuck", "-interval", "5ms", "-timeout", "50ms"); code != 1 || !strings.Contains(stderr, "deadline exceeded") {
+		t.Errorf("wait -timeout: exit %d, %s", code, stderr)
 	}
 }

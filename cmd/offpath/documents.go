@@ -23,6 +23,7 @@ import (
 	"github.com/offpath/offpath/internal/document"
 	"github.com/offpath/offpath/internal/ingest"
 	"github.com/offpath/offpath/internal/tablestore"
+	"github.com/offpath/offpath/internal/tenant"
 )
 
 func (c *cli) documents(ctx context.Context, args []string) error {
@@ -169,6 +170,11 @@ func (c *cli) listDocuments(ctx context.Context, args []string) error {
 	partition, err := one(fs, pos, "tenant id (or "+document.Unattributed+")")
 	if err != nil {
 		return err
+	}
+	if partition != document.Unattributed {
+		if err := tenant.ValidateID(partition); err != nil {
+			return usageError{fmt.Errorf("documents list: %w", err)}
+		}
 	}
 	if *state != "" && !strings.Contains(", "+documentStates+", ", ", "+*state+", ") {
 		return usagef("documents list -state %q: want one of %s", *state, documentStates)

@@ -229,6 +229,7 @@ func TestCLI_ExitCodesAndHelp(t *testing.T) {
 		{[]string{"usage", "-csv", "-json"}, 2, "", "choose one"},
 		{[]string{"documents", "list", "acme", "-state", "finished"}, 2, "", `-state "finished": want one of queued, processing`},
 		{[]string{"documents", "list", "acme", "-limit", "0"}, 2, "", "-limit 0"},
+		{[]string{"documents", "list", "a'b"}, 2, "", "documents list"},
 		{[]string{"documents", "reprocess", "acme/a.txt"}, 2, "", "missing -servicebus"},
 		{[]string{"sizing"}, 2, "", "missing -tokens-per-document"},
 		{[]string{"sizing", "-tokens-per-document", "10", "-pool", "ec2"}, 2, "", `-pool "ec2"`},
