@@ -1,9 +1,11 @@
 // Command offpath is the operator's CLI: it creates, lists, suspends and
-// re-keys tenants, prints who spent what in a month, and lists the model
-// aliases. It talks to Table Storage directly — with a connection string
-// (Azurite locally) or a table service URL and DefaultAzureCredential (the
-// operator's Entra ID login, or a managed identity) — so it works when the
-// API does not, and needs no admin key.
+// re-keys tenants, prints who spent what in a month, follows documents, and
+// lists the model aliases. Those commands talk to Table Storage directly —
+// with a connection string (Azurite locally) or a table service URL and
+// DefaultAzureCredential (the operator's Entra ID login, or a managed
+// identity) — so they work when the API does not, and need no admin key.
+// The batches commands are a tenant's: they call the REST API with the
+// tenant's API key.
 package main
 
 import (
