@@ -88,8 +88,14 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	}
 
 	srv := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler: mux,
+		// The whole request, body included, within RequestReadTimeout: a
+		// client trickling its body is cut off (the handler reading it
+		// sees an error). Writing is not bounded: invocations take as
+		// long as they take, up to their own deadline.
+		ReadHeaderTimeout: min(10*time.Second, cfg.RequestReadTimeout),
+		ReadTimeout:       cfg.RequestReadTimeout,
+		IdleTimeout:       2 * time.Minute,
 	}
 	logger.Info().Int("port", cfg.Port).Dur("invocation_timeout", cfg.InvocationTimeout).Str("version", version).
 		Str("storage", cfg.Storage.Setting).Str("table_service_url", cfg.Storage.TableServiceURL).

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/offpath/offpath/internal/slowloris"
 )
 
 // syncBuffer is a goroutine-safe log sink.
@@ -46,39 +49,8 @@ func freePortAny(t testing.TB) int {
 
 func TestRun_ServesAndShutsDown(t *testing.T) {
 	t.Parallel()
-	root := t.TempDir()
-	if err := os.WriteFile(filepath.Join(root, "host.json"), []byte(`{"version":"2.0","functionTimeout":"00:05:00"}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	copyModels(t, root)
-	port := freePort(t)
-	// Start-up does no storage I/O, so Azurite's default address need not answer.
-	env := map[string]string{"FUNCTIONS_CUSTOMHANDLER_PORT": strconv.Itoa(port), "FUNCTIONS_APP_ROOT_PATH": root,
-		"AzureWebJobsStorage": "UseDevelopmentStorage=true"}
-	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, func(k string) string { return env[k] }, out) }()
-
-	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		res, err := http.Get(base + "/")
-		if err == nil {
-			res.Body.Close()
-			break
-		}
-		select {
-		case rerr := <-done:
-			t.Fatalf("handler stopped before answering GET /: %v", rerr)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("handler never answered GET /: %v", err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	res, err := http.Get(base + "/api/v1/version")
+	h := startHandler(t, nil)
+	res, err := http.Get(h.base + "/api/v1/version")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,17 +60,123 @@ func TestRun_ServesAndShutsDown(t *testing.T) {
 	}
 	res.Body.Close()
 
-	cancel()
+	h.cancel()
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("run() = %v, want nil after graceful shutdown", err)
+	case <-h.done:
+		if h.err != nil {
+			t.Fatalf("run() = %v, want nil after graceful shutdown", h.err)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("run did not return after cancel")
 	}
-	if !strings.Contains(out.String(), `"message":"handler listening"`) {
-		t.Errorf("log has no start-up line: %s", out.String())
+	if !strings.Contains(h.out.String(), `"message":"handler listening"`) {
+		t.Errorf("log has no start-up line: %s", h.out.String())
+	}
+}
+
+// TestRun_CutsOffSlowClients: a client that sends its body (or its
+// headers) a byte at a time is cut off once OFFPATH_REQUEST_READ_TIMEOUT
+// has passed, however long it would go on.
+func TestRun_CutsOffSlowClients(t *testing.T) {
+	t.Parallel()
+	const timeout = 300 * time.Millisecond
+	h := startHandler(t, map[string]string{"OFFPATH_REQUEST_READ_TIMEOUT": timeout.String()})
+	addr := strings.TrimPrefix(h.base, "http://")
+	// An invocation, as the Functions host sends it: its body is read first.
+	head := "POST /batch-poll HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n"
+	for name, trickle := range map[string]func(string, string, time.Duration, time.Duration) (slowloris.Result, error){
+		"body": slowloris.Body, "headers": slowloris.Headers,
+	} {
+		r, err := trickle(addr, head, 10*time.Millisecond, 20*timeout)
+		if err != nil {
+			t.Fatalf("slow %s: %v", name, err)
+		}
+		if r.Elapsed < timeout {
+			t.Errorf("slow %s: cut off after %v, before the %v timeout", name, r.Elapsed, timeout)
+		}
+		t.Logf("slow %s: cut off after %v and %d bytes; the server answered %q", name, r.Elapsed.Round(time.Millisecond), r.Sent, firstLine(r.Response))
+	}
+	// The handler still serves.
+	res, err := http.Get(h.base + "/api/v1/health")
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("health after the slow clients: %v %v", res, err)
+	}
+	res.Body.Close()
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\r\n")
+	return line
+}
+
+// runningHandler is run in the background, answering.
+type runningHandler struct {
+	base   string
+	out    *syncBuffer
+	cancel context.CancelFunc
+	// done is closed when run returns err.
+	done chan struct{}
+	err  error
+}
+
+// startHandler runs the handler with an app folder of its own and the
+// settings in extra, and waits until it answers.
+func startHandler(t *testing.T, extra map[string]string) *runningHandler {
+	t.Helper()
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "host.json"), []byte(`{"version":"2.0","functionTimeout":"00:05:00"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	copyModels(t, root)
+	for attempt := 1; ; attempt++ {
+		h, err := tryHandler(t, root, extra)
+		if err == nil {
+			return h
+		}
+		// The free port was taken by a test running in parallel: another.
+		if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+	}
+}
+
+func tryHandler(t *testing.T, root string, extra map[string]string) (*runningHandler, error) {
+	port := freePort(t)
+	// Start-up does no storage I/O, so Azurite's default address need not answer.
+	env := map[string]string{"FUNCTIONS_CUSTOMHANDLER_PORT": strconv.Itoa(port), "FUNCTIONS_APP_ROOT_PATH": root,
+		"AzureWebJobsStorage": "UseDevelopmentStorage=true"}
+	for k, v := range extra {
+		env[k] = v
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &runningHandler{base: "http://127.0.0.1:" + strconv.Itoa(port), out: &syncBuffer{}, done: make(chan struct{}), cancel: cancel}
+	go func() {
+		h.err = run(ctx, func(k string) string { return env[k] }, h.out)
+		close(h.done)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-h.done:
+		case <-time.After(30 * time.Second):
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res, err := http.Get(h.base + "/")
+		if err == nil {
+			res.Body.Close()
+			return h, nil
+		}
+		select {
+		case <-h.done:
+			return nil, fmt.Errorf("handler stopped before answering GET /: %w", h.err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("handler never answered GET /: %w", err)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,22 +25,15 @@ import (
 	"github.com/offpath/offpath/internal/document"
 	"github.com/offpath/offpath/internal/ingest"
 	"github.com/offpath/offpath/internal/tablestore"
+	"github.com/offpath/offpath/internal/tenant"
 )
 
 func (c *cli) documents(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return errors.New("documents: want status, list or reprocess")
-	}
-	switch sub, rest := args[0], args[1:]; sub {
-	case "status":
-		return c.documentStatus(ctx, rest)
-	case "list":
-		return c.listDocuments(ctx, rest)
-	case "reprocess":
-		return c.reprocess(ctx, rest)
-	default:
-		return fmt.Errorf("documents: unknown command %q", sub)
-	}
+	return c.group("documents", args, map[string]func([]string) error{
+		"status":    func(a []string) error { return c.documentStatus(ctx, a) },
+		"list":      func(a []string) error { return c.listDocuments(ctx, a) },
+		"reprocess": func(a []string) error { return c.reprocess(ctx, a) },
+	}, "status, list, reprocess")
 }
 
 // documentStore connects to the document statuses.
@@ -68,7 +60,7 @@ func (c *cli) connection() (tablestore.Connection, error) {
 	}
 	switch {
 	case conn.ConnectionString == "" && conn.ServiceURL == "":
-		return conn, errors.New("no storage: pass -storage CONNECTION-STRING or -table-url URL (or set OFFPATH_STORAGE)")
+		return conn, usagef("no storage: pass -storage CONNECTION-STRING or -table-url URL (or set OFFPATH_STORAGE)")
 	case conn.ConnectionString == "":
 		cred, err := azidentity.NewDefaultAzureCredential(nil)
 		if err != nil {
@@ -79,24 +71,28 @@ func (c *cli) connection() (tablestore.Connection, error) {
 	return conn, nil
 }
 
+// documentStates are the states documents list -state accepts.
+var documentStates = strings.Join([]string{string(document.Queued), string(document.Processing), string(document.Retrying),
+	string(document.Done), string(document.Refused), string(document.Rejected)}, ", ")
+
 // documentName splits "tenant/path" into the status partition and name.
 func documentName(arg string) (partition, name string, err error) {
 	tenantID, _, err := claimcheck.SplitTenant(arg)
 	if err != nil {
-		return "", "", fmt.Errorf("%q: want TENANT/PATH, the blob's name in the incoming container", arg)
+		return "", "", usagef("%q: want TENANT/PATH, the blob's name in the incoming container", arg)
 	}
 	return tenantID, arg, nil
 }
 
 func (c *cli) documentStatus(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("documents status", flag.ContinueOnError)
-	fs.SetOutput(c.out)
+	fs := c.flags("documents status", "TENANT/PATH [-json]",
+		"What became of a document of the queue path: state, reason, version, deliveries, timings, chunks, result and usage.")
 	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
-	arg, err := one(pos, "document (TENANT/PATH)")
+	arg, err := one(fs, pos, "document (TENANT/PATH)")
 	if err != nil {
 		return err
 	}
@@ -113,9 +109,7 @@ func (c *cli) documentStatus(ctx context.Context, args []string) error {
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(c.out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(st)
+		return c.printJSON(st)
 	}
 	printStatus(c.out, st)
 	return nil
@@ -167,18 +161,29 @@ func printStatus(w io.Writer, st document.Status) {
 }
 
 func (c *cli) listDocuments(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("documents list", flag.ContinueOnError)
-	fs.SetOutput(c.out)
-	state := fs.String("state", "", "only documents in this state (queued, processing, retrying, done, refused, rejected)")
+	fs := c.flags("documents list", "TENANT [-state S] [-limit N] [-json]",
+		"A tenant's documents (\""+document.Unattributed+"\": claim checks and uploads that named no tenant).")
+	state := fs.String("state", "", "only documents in this state ("+documentStates+")")
 	limit := fs.Int("limit", 100, "at most this many")
 	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
-	partition, err := one(pos, "tenant id (or "+document.Unattributed+")")
+	partition, err := one(fs, pos, "tenant id (or "+document.Unattributed+")")
 	if err != nil {
 		return err
+	}
+	if partition != document.Unattributed {
+		if err := tenant.ValidateID(partition); err != nil {
+			return usageError{fmt.Errorf("documents list: %w", err)}
+		}
+	}
+	if *state != "" && !strings.Contains(", "+documentStates+", ", ", "+*state+", ") {
+		return usagef("documents list -state %q: want one of %s", *state, documentStates)
+	}
+	if *limit <= 0 {
+		return usagef("documents list -limit %d: want 1 or more", *limit)
 	}
 	docs, err := c.documentStore()
 	if err != nil {
@@ -195,9 +200,18 @@ func (c *cli) listDocuments(ctx context.Context, args []string) error {
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(c.out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		if out == nil {
+			out = []document.Status{}
+		}
+		return c.printJSON(out)
+	}
+	if len(out) == 0 {
+		what := "documents"
+		if *state != "" {
+			what = *state + " documents"
+		}
+		_, err := fmt.Fprintf(c.out, "no %s for %s\n", what, partition)
+		return err
 	}
 	g := &grid{right: []bool{false, false, true, true, false, false}}
 	g.add("STATE", "UPDATED", "CHUNKS", "TOKENS", "DOCUMENT", "REASON")
@@ -212,8 +226,8 @@ func (c *cli) listDocuments(ctx context.Context, args []string) error {
 // function's checks again on the blob as it is now, resets the status, and
 // sends the claim check to the queue.
 func (c *cli) reprocess(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("documents reprocess", flag.ContinueOnError)
-	fs.SetOutput(c.out)
+	fs := c.flags("documents reprocess", "TENANT/PATH (-servicebus NS | -devhost URL) [-force]",
+		"Re-enqueue a rejected or dead-lettered document after a fix: the enqueue checks run again on the blob as it is now.")
 	force := fs.Bool("force", false, "reprocess a document that is done or refused too")
 	blobURL := fs.String("blob-url", "", "blob service URL (with DefaultAzureCredential; default: from -storage)")
 	namespace := fs.String("servicebus", "", "Service Bus namespace, <name>.servicebus.windows.net (DefaultAzureCredential)")
@@ -222,11 +236,11 @@ func (c *cli) reprocess(ctx context.Context, args []string) error {
 	alias := fs.String("alias", "ingest", "the ingestion alias (OFFPATH_INGEST_ALIAS)")
 	maxBytes := fs.Int64("max-bytes", claimcheck.DefaultMaxDocument, "the largest document (OFFPATH_INGEST_MAX_BYTES)")
 	heavyBytes := fs.Int64("heavy-bytes", claimcheck.DefaultHeavyThreshold, "size from which documents go to the heavy queue (OFFPATH_INGEST_HEAVY_BYTES)")
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
-	arg, err := one(pos, "document (TENANT/PATH)")
+	arg, err := one(fs, pos, "document (TENANT/PATH)")
 	if err != nil {
 		return err
 	}
@@ -237,7 +251,7 @@ func (c *cli) reprocess(ctx context.Context, args []string) error {
 	var send sender
 	switch {
 	case (*namespace == "") == (*devhostURL == ""):
-		return errors.New("documents reprocess: pass -servicebus NAMESPACE, or -devhost URL for a local dev host")
+		return usagef("documents reprocess: missing -servicebus NAMESPACE, or -devhost URL for a local dev host (one of them)")
 	case *devhostURL != "":
 		key := *masterKey
 		if key == "" {
@@ -312,7 +326,7 @@ func (c *cli) blobClient(blobURL string) (*azblob.Client, error) {
 		return nil, err
 	}
 	if conn.ConnectionString == "" {
-		return nil, errors.New("with -table-url, pass -blob-url too")
+		return nil, usagef("with -table-url, pass -blob-url too")
 	}
 	cs := conn.ConnectionString
 	if strings.EqualFold(strings.TrimRight(strings.TrimSpace(cs), ";"), "UseDevelopmentStorage=true") {

@@ -1,27 +1,29 @@
 // Command offpath is the operator's CLI: it creates, lists, suspends and
-// re-keys tenants, prints who spent what in a month, and lists the model
-// aliases. It talks to Table Storage directly — with a connection string
-// (Azurite locally) or a table service URL and DefaultAzureCredential (the
-// operator's Entra ID login, or a managed identity) — so it works when the
-// API does not, and needs no admin key.
+// re-keys tenants, prints who spent what in a month, follows documents, and
+// lists the model aliases. Those commands talk to Table Storage directly —
+// with a connection string (Azurite locally) or a table service URL and
+// DefaultAzureCredential (the operator's Entra ID login, or a managed
+// identity) — so they work when the API does not, and need no admin key.
+// The batches commands are a tenant's: they call the REST API with the
+// tenant's API key.
 package main
 
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-
+	builtin "github.com/offpath/offpath"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/tablestore"
 )
@@ -30,6 +32,8 @@ const usageText = `offpath — tenants, usage, documents and models of an offpat
 
 Usage:
   offpath [-storage CONN | -table-url URL] [-models FILE] COMMAND [flags] [args]
+  offpath --version
+  offpath COMMAND -h           a command's arguments and flags
 
 Commands:
   tenants create ID [-name NAME] [-aliases a,b] [-budget TOKENS] [-app-id GUID,...]
@@ -55,6 +59,21 @@ Commands:
                                re-enqueue a rejected or dead-lettered document
                                after a fix: the enqueue checks run again on
                                the blob as it is now
+  batches submit -alias A (-input FILE.jsonl | -input-blob NAME) [-system-prompt S]
+         [-max-tokens N] [-metadata k=v,...] [-idempotency-key K]
+                               submit a batch job through the REST API
+  batches list [-state S] [-limit N] [-cursor C]
+                               the tenant's batch jobs
+  batches get ID               a job: state, parts, Azure status, counts, deadline
+  batches wait ID [-interval 10s] [-timeout D]
+                               follow a job until harvested (a progress bar on
+                               a terminal); exit 1 unless it completed
+  batches results ID [-o FILE] the job's results as JSONL
+  batches cancel ID            cancel a job
+                               (batches: -url, default $OFFPATH_URL, else
+                               ` + defaultAPIURL + `; -key, default $OFFPATH_API_KEY;
+                               -function-key, default $OFFPATH_FUNCTION_KEY;
+                               -json on every one)
   webhooks set TENANT URL      register the tenant's webhook (https); prints
                                its signing secret (whsec_…), once
   webhooks show TENANT         the tenant's webhook URL
@@ -73,47 +92,80 @@ Commands:
 
 Storage: -storage (default $OFFPATH_STORAGE, else $AzureWebJobsStorage) is a
 connection string ("UseDevelopmentStorage=true" for a local Azurite);
--table-url uses DefaultAzureCredential instead. Models: -models (default
-models.json), or the document in $OFFPATH_MODELS.
+-table-url uses DefaultAzureCredential instead. Models: -models FILE, else
+the document in $OFFPATH_MODELS, else the catalog built into the binary.
+
+Exit status: 0 on success (and -h), 2 for a usage error, 1 when the command
+fails; errors go to stderr.
 `
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "offpath:", err)
-		}
-		os.Exit(2)
-	}
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
 }
+
+// exitCode reports err on stderr and maps it to the exit status: 0 for
+// success and help, 2 for a usage error, 1 for a runtime failure.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintln(stderr, "offpath:", err)
+	if errors.As(err, new(usageError)) {
+		return 2
+	}
+	return 1
+}
+
+// usageError is a command line the CLI cannot run: a wrong flag, a missing
+// or extra argument, a value out of range.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
 // cli is one invocation's environment.
 type cli struct {
 	getenv  func(string) string
 	out     io.Writer
+	errOut  io.Writer
 	now     func() time.Time
 	storage string
 	url     string
 	models  string
 	rand    io.Reader
+	// synopses holds each command's arguments and summary, for its usage.
+	synopses map[*flag.FlagSet][2]string
 }
 
-func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	c := &cli{getenv: getenv, out: stdout, errOut: stderr, now: time.Now, rand: rand.Reader, synopses: map[*flag.FlagSet][2]string{}}
 	fs := flag.NewFlagSet("offpath", flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	fs.Usage = func() { fmt.Fprint(stdout, usageText) }
-	c := &cli{getenv: getenv, out: stdout, now: time.Now, rand: rand.Reader}
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	fs.StringVar(&c.storage, "storage", "", "storage connection string")
 	fs.StringVar(&c.url, "table-url", "", "table service URL (with DefaultAzureCredential)")
-	fs.StringVar(&c.models, "models", "models.json", "model catalog file")
+	fs.StringVar(&c.models, "models", "", "model catalog file (default: $OFFPATH_MODELS, else the catalog built in)")
+	showVersion := fs.Bool("version", false, "print the version")
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usageText)
+			return err
+		}
+		fmt.Fprint(stderr, usageText)
+		return usageError{err}
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, version())
+		return nil
 	}
 	rest := fs.Args()
 	if len(rest) == 0 {
-		fs.Usage()
-		return errors.New("no command")
+		fmt.Fprint(stderr, usageText)
+		return usagef("no command")
 	}
 	switch cmd, rest := rest[0], rest[1:]; cmd {
 	case "tenants":
@@ -122,6 +174,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return c.usage(ctx, rest)
 	case "documents":
 		return c.documents(ctx, rest)
+	case "batches":
+		return c.batches(ctx, rest)
 	case "models":
 		return c.listModels(rest)
 	case "admin-key":
@@ -130,73 +184,130 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return c.sizing(rest)
 	case "webhooks":
 		return c.webhooks(ctx, rest)
-	case "help", "-h", "--help":
-		fs.Usage()
+	case "version":
+		fmt.Fprintln(stdout, version())
+		return nil
+	case "help":
+		fmt.Fprint(stdout, usageText)
 		return nil
 	default:
-		return fmt.Errorf("unknown command %q (try offpath help)", cmd)
+		return usagef("unknown command %q (try offpath -h)", cmd)
 	}
 }
 
-// stores connects to Table Storage.
+// version is the module version and VCS revision the binary was built from.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "offpath (unknown version)"
+	}
+	v := "offpath " + bi.Main.Version
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision", "vcs.time":
+			v += " " + s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				v += " (modified)"
+			}
+		}
+	}
+	return v + " " + bi.GoVersion
+}
+
+// group dispatches a command with subcommands ("tenants create"): help on
+// -h, a usage error naming the subcommands otherwise.
+func (c *cli) group(name string, args []string, subs map[string]func([]string) error, order string) error {
+	if len(args) == 0 {
+		return usagef("%s: want a subcommand: %s", name, order)
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintf(c.out, "Usage: offpath %s COMMAND [flags] [args]\n\nCommands: %s\n(offpath %s COMMAND -h describes one)\n", name, order, name)
+		return flag.ErrHelp
+	}
+	sub, ok := subs[args[0]]
+	if !ok {
+		return usagef("%s: unknown command %q (want %s)", name, args[0], order)
+	}
+	return sub(args[1:])
+}
+
+// flags makes a command's flag set; args and about go into its usage.
+func (c *cli) flags(name, args, about string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	c.synopses[fs] = [2]string{args, about}
+	return fs
+}
+
+// printUsage writes a command's usage: its arguments, summary and flags.
+func (c *cli) printUsage(w io.Writer, fs *flag.FlagSet) {
+	syn := c.synopses[fs]
+	line := "offpath " + fs.Name()
+	if syn[0] != "" {
+		line += " " + syn[0]
+	}
+	fmt.Fprintf(w, "Usage: %s\n\n%s\n", line, syn[1])
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		fmt.Fprintln(w, "\nFlags:")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+}
+
+// stores connects to the tenants and the ledger.
 func (c *cli) stores() (*tablestore.Tenants, *tablestore.Ledger, error) {
-	svc, err := c.tableService()
+	conn, err := c.connection()
+	if err != nil {
+		return nil, nil, err
+	}
+	svc, err := tablestore.NewServiceClient(conn)
 	if err != nil {
 		return nil, nil, err
 	}
 	return tablestore.NewTenants(svc, ""), tablestore.NewLedger(svc, tablestore.LedgerOptions{}), nil
 }
 
-// tableService is the Table Storage account: -storage, -table-url (with
-// DefaultAzureCredential), or $OFFPATH_STORAGE / $AzureWebJobsStorage.
-func (c *cli) tableService() (*aztables.ServiceClient, error) {
-	conn := tablestore.Connection{ConnectionString: c.storage, ServiceURL: c.url}
-	if conn.ConnectionString == "" && conn.ServiceURL == "" {
-		conn.ConnectionString = c.getenv("OFFPATH_STORAGE")
-		if conn.ConnectionString == "" {
-			conn.ConnectionString = c.getenv("AzureWebJobsStorage")
-		}
-	}
-	switch {
-	case conn.ConnectionString == "" && conn.ServiceURL == "":
-		return nil, errors.New("no storage: pass -storage CONNECTION-STRING or -table-url URL (or set OFFPATH_STORAGE)")
-	case conn.ConnectionString == "":
-		cred, err := azidentity.NewDefaultAzureCredential(nil)
-		if err != nil {
-			return nil, fmt.Errorf("Azure credential: %w", err)
-		}
-		conn.Credential = cred
-	}
-	return tablestore.NewServiceClient(conn)
-}
-
-// catalog reads the model catalog: $OFFPATH_MODELS, else the -models file.
+// catalog reads the model catalog: the -models file, else $OFFPATH_MODELS,
+// else the catalog built into the binary.
 func (c *cli) catalog() (*catalog.Catalog, error) {
-	if doc := c.getenv("OFFPATH_MODELS"); doc != "" {
-		cat, err := catalog.Parse([]byte(doc))
+	doc, source := builtin.Models, "the built-in models.json"
+	switch {
+	case c.models != "":
+		b, err := os.ReadFile(c.models)
 		if err != nil {
-			return nil, fmt.Errorf("OFFPATH_MODELS:\n%w", err)
+			return nil, fmt.Errorf("read the model catalog: %w", err)
 		}
-		return cat, nil
+		doc, source = b, c.models
+	case c.getenv("OFFPATH_MODELS") != "":
+		doc, source = []byte(c.getenv("OFFPATH_MODELS")), "OFFPATH_MODELS"
 	}
-	b, err := os.ReadFile(c.models)
+	cat, err := catalog.Parse(doc)
 	if err != nil {
-		return nil, fmt.Errorf("read the model catalog: %w", err)
-	}
-	cat, err := catalog.Parse(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s:\n%w", c.models, err)
+		return nil, fmt.Errorf("%s:\n%w", source, err)
 	}
 	return cat, nil
 }
 
 // parse parses flags that may come before or after positional arguments
-// ("tenants create acme -budget 5" as well as "-budget 5 acme").
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+// ("tenants create acme -budget 5" as well as "-budget 5 acme"). On -h it
+// prints the command's usage to stdout and returns flag.ErrHelp; on a bad
+// flag, the usage to stderr and a usage error.
+func (c *cli) parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			if errors.Is(err, flag.ErrHelp) {
+				c.printUsage(c.out, fs)
+				return nil, err
+			}
+			c.printUsage(c.errOut, fs)
+			return nil, usageError{fmt.Errorf("%s: %w", fs.Name(), err)}
 		}
 		if fs.NArg() == 0 {
 			return positional, nil
@@ -206,12 +317,27 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// one returns the single positional argument, or an error naming it.
-func one(args []string, what string) (string, error) {
+// one returns the single positional argument, or a usage error naming it.
+func one(fs *flag.FlagSet, args []string, what string) (string, error) {
 	if len(args) != 1 {
-		return "", fmt.Errorf("want exactly one %s, got %d arguments", what, len(args))
+		return "", usagef("%s: want exactly one %s, got %d arguments", fs.Name(), what, len(args))
 	}
 	return args[0], nil
+}
+
+// none refuses positional arguments.
+func none(fs *flag.FlagSet, args []string, hint string) error {
+	if len(args) > 0 {
+		return usagef("%s takes no arguments%s (got %q)", fs.Name(), hint, args[0])
+	}
+	return nil
+}
+
+// printJSON writes v indented.
+func (c *cli) printJSON(v any) error {
+	enc := json.NewEncoder(c.out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 func split(s string) []string {

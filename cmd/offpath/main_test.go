@@ -5,8 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"errors"
-	"flag"
+	"io"
 	"os"
 	"regexp"
 	"strings"
@@ -22,9 +21,18 @@ import (
 // offpath runs the CLI with args and returns its output.
 func offpath(t *testing.T, env map[string]string, args ...string) (string, error) {
 	t.Helper()
-	var out bytes.Buffer
-	err := run(context.Background(), append([]string{"-models", "../../models.json"}, args...), func(k string) string { return env[k] }, &out)
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), args, func(k string) string { return env[k] }, &out, &errOut)
 	return out.String(), err
+}
+
+// invoke runs the CLI as main does: its stdout, stderr and exit status.
+func invoke(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), args, func(k string) string { return env[k] }, &out, &errOut)
+	code = exitCode(err, &errOut)
+	return out.String(), errOut.String(), code
 }
 
 func mustRun(t *testing.T, env map[string]string, args ...string) string {
@@ -42,6 +50,24 @@ func TestCLI_TenantsAndUsage(t *testing.T) {
 	t.Parallel()
 	az := azurite.Start(t)
 	env := map[string]string{"AzureWebJobsStorage": az.ConnectionString()}
+
+	// Empty reports say so.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tenants", "list"}, "no tenants"},
+		{[]string{"usage"}, "no tenants"},
+		{[]string{"documents", "list", "acme"}, "no documents for acme"},
+		{[]string{"documents", "list", "acme", "-state", "refused"}, "no refused documents for acme"},
+	} {
+		if out := mustRun(t, env, c.args...); !strings.Contains(out, c.want) {
+			t.Errorf("offpath %v on nothing = %q, want %q", c.args, out, c.want)
+		}
+	}
+	if out := mustRun(t, env, "tenants", "list", "-json"); strings.TrimSpace(out) != "[]" {
+		t.Errorf("tenants list -json on nothing = %q", out)
+	}
 
 	out := mustRun(t, env, "tenants", "create", "contoso", "-name", "Contoso Support", "-aliases", "summarize,embed", "-budget", "1000000")
 	key := keyPattern.FindString(out)
@@ -142,6 +168,105 @@ func TestCLI_TenantsAndUsage(t *testing.T) {
 	if _, err := offpath(t, env, "tenants", "suspend", "nobody"); err == nil {
 		t.Error("suspend nobody: no error")
 	}
+
+	// The key as JSON, for scripts.
+	var created, rotated issuedKey
+	if err := json.Unmarshal([]byte(mustRun(t, env, "tenants", "create", "fabrikam", "-json")), &created); err != nil ||
+		created.Tenant != "fabrikam" || !keyPattern.MatchString(created.Key) || created.KeyID == "" {
+		t.Errorf("tenants create -json = %+v, %v", created, err)
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, env, "tenants", "rotate-key", "fabrikam", "-overlap", "2h", "-json")), &rotated); err != nil ||
+		!keyPattern.MatchString(rotated.Key) || rotated.Key == created.Key || rotated.OthersExpire == nil || rotated.OthersRevoked {
+		t.Errorf("tenants rotate-key -json = %+v, %v", rotated, err)
+	}
+	var revoked issuedKey
+	if err := json.Unmarshal([]byte(mustRun(t, env, "tenants", "rotate-key", "fabrikam", "-overlap", "0s", "-json")), &revoked); err != nil ||
+		!revoked.OthersRevoked || revoked.OthersExpire != nil {
+		t.Errorf("tenants rotate-key -overlap 0s -json = %+v, %v", revoked, err)
+	}
+	// A runtime failure exits 1, with the error on stderr.
+	if stdout, stderr, code := invoke(t, env, "tenants", "suspend", "nobody"); code != 1 || stdout != "" || !strings.Contains(stderr, "nobody") {
+		t.Errorf("suspend nobody: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+func TestCLI_ExitCodesAndHelp(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		code int
+		// stdout and stderr must contain these.
+		stdout, stderr string
+	}{
+		{[]string{"-h"}, 0, "tenants rotate-key", ""},
+		{[]string{"--help"}, 0, "batches wait", ""},
+		{[]string{"batches", "-h"}, 0, "submit, list, get, wait, results, cancel", ""},
+		{[]string{"batches", "wait", "-h"}, 0, "Usage: offpath batches wait ID", ""},
+		{[]string{"batches", "submit", "--help"}, 0, "-input-blob", ""},
+		{[]string{"help"}, 0, "Commands:", ""},
+		{[]string{"--version"}, 0, "offpath ", ""},
+		{[]string{"tenants", "-h"}, 0, "create, list, suspend, activate, rotate-key", ""},
+		{[]string{"tenants", "create", "-h"}, 0, "Usage: offpath tenants create ID", ""},
+		{[]string{"tenants", "create", "--help"}, 0, "-budget", ""},
+		{[]string{"usage", "-h"}, 0, "-month", ""},
+		{[]string{"documents", "reprocess", "-h"}, 0, "TENANT/PATH (-servicebus NS | -devhost URL)", ""},
+		{[]string{"sizing", "-h"}, 0, "-tokens-per-document", ""},
+
+		{[]string{}, 2, "", "no command"},
+		{[]string{"nope"}, 2, "", `unknown command "nope"`},
+		{[]string{"-nope"}, 2, "", "flag provided but not defined: -nope"},
+		{[]string{"tenants"}, 2, "", "want a subcommand"},
+		{[]string{"tenants", "nope"}, 2, "", `unknown command "nope"`},
+		{[]string{"tenants", "create"}, 2, "", "want exactly one tenant id"},
+		{[]string{"tenants", "create", "-bogus", "x"}, 2, "", "Usage: offpath tenants create"},
+		{[]string{"tenants", "create", "x", "-aliases", "gpt-9"}, 2, "", "not in the model catalog"},
+		{[]string{"tenants", "rotate-key", "x", "-overlap", "-1h"}, 2, "", "want 0s or more"},
+		{[]string{"tenants", "list"}, 2, "", "no storage: pass -storage"},
+		{[]string{"tenants", "suspend"}, 2, "", "want exactly one tenant id"},
+		{[]string{"models", "extra"}, 2, "", "models takes no arguments"},
+		{[]string{"usage", "-month", "2026-13"}, 2, "", "usage -month"},
+		{[]string{"usage", "-tenant", "a'b"}, 2, "", "usage -tenant"},
+		{[]string{"usage", "-csv", "-json"}, 2, "", "choose one"},
+		{[]string{"documents", "list", "acme", "-state", "finished"}, 2, "", `-state "finished": want one of queued, processing`},
+		{[]string{"documents", "list", "acme", "-limit", "0"}, 2, "", "-limit 0"},
+		{[]string{"documents", "list", "a'b"}, 2, "", "documents list"},
+		{[]string{"documents", "reprocess", "acme/a.txt"}, 2, "", "missing -servicebus"},
+		{[]string{"sizing"}, 2, "", "missing -tokens-per-document"},
+		{[]string{"sizing", "-tokens-per-document", "10", "-pool", "ec2"}, 2, "", `-pool "ec2"`},
+	} {
+		stdout, stderr, code := invoke(t, nil, c.args...)
+		if code != c.code || !strings.Contains(stdout, c.stdout) || !strings.Contains(stderr, c.stderr) {
+			t.Errorf("offpath %q: exit %d (want %d)\nstdout: %s\nstderr: %s", c.args, code, c.code, stdout, stderr)
+		}
+		if c.code != 0 && stdout != "" {
+			t.Errorf("offpath %q failed but wrote to stdout: %s", c.args, stdout)
+		}
+	}
+}
+
+// TestCLI_AnyDirectory runs models and sizing away from the repository:
+// the catalog and the deployments are built in, files are flags.
+func TestCLI_AnyDirectory(t *testing.T) {
+	t.Chdir(t.TempDir())
+	out := mustRun(t, nil, "models", "-json")
+	var aliases []map[string]any
+	if err := json.Unmarshal([]byte(out), &aliases); err != nil || len(aliases) == 0 {
+		t.Errorf("models -json elsewhere: %v\n%s", err, out)
+	}
+	out = mustRun(t, nil, "sizing", "-tokens-per-document", "4000", "-json")
+	var plan map[string]any
+	if err := json.Unmarshal([]byte(out), &plan); err != nil || plan["max_replica_count"] == nil {
+		t.Errorf("sizing -json elsewhere: %v\n%s", err, out)
+	}
+	if _, err := offpath(t, nil, "-models", "nowhere.json", "models"); err == nil || !strings.Contains(err.Error(), "nowhere.json") {
+		t.Errorf("-models nowhere.json: %v", err)
+	}
+	if _, err := offpath(t, nil, "sizing", "-tokens-per-document", "4000", "-deployments", "nowhere.json"); err == nil || !strings.Contains(err.Error(), "nowhere.json") {
+		t.Errorf("-deployments nowhere.json: %v", err)
+	}
+	if _, err := offpath(t, nil, "sizing", "-tokens-per-document", "4000", "-write"); err == nil || !strings.Contains(err.Error(), "-infra") {
+		t.Errorf("sizing -write elsewhere: %v", err)
+	}
 }
 
 func TestCLI_ModelsAndAdminKey(t *testing.T) {
@@ -163,24 +288,6 @@ func TestCLI_ModelsAndAdminKey(t *testing.T) {
 	}
 	if _, err := offpath(t, map[string]string{"OFFPATH_MODELS": `{"version":1}`}, "models"); err == nil || !strings.Contains(err.Error(), "aliases") {
 		t.Errorf("bad OFFPATH_MODELS: %v", err)
-	}
-}
-
-func TestCLI_Errors(t *testing.T) {
-	t.Parallel()
-	for _, args := range [][]string{{}, {"nope"}, {"tenants"}, {"tenants", "nope"}, {"tenants", "list"}, {"tenants", "suspend"}, {"models", "extra"}} {
-		if _, err := offpath(t, nil, args...); err == nil {
-			t.Errorf("offpath %v: no error", args)
-		}
-	}
-	if _, err := offpath(t, nil, "tenants", "list"); err == nil || !strings.Contains(err.Error(), "no storage") {
-		t.Errorf("no storage: %v", err)
-	}
-	if _, err := offpath(t, nil, "usage", "-h"); !errors.Is(err, flag.ErrHelp) {
-		t.Errorf("usage -h: %v", err)
-	}
-	if out := mustRun(t, nil, "help"); !strings.Contains(out, "tenants rotate-key") {
-		t.Errorf("help:\n%s", out)
 	}
 }
 
@@ -206,7 +313,7 @@ func TestRun_Sizing(t *testing.T) {
 	t.Parallel()
 	var out strings.Builder
 	err := run(context.Background(), []string{"sizing", "-tpm", "1000000", "-rpm", "6000", "-tokens-per-document", "4000", "-latency", "8"},
-		func(string) string { return "" }, &out)
+		func(string) string { return "" }, &out, io.Discard)
 	if err != nil {
 		t.Fatalf("sizing: %v\n%s", err, out.String())
 	}
@@ -216,7 +323,7 @@ func TestRun_Sizing(t *testing.T) {
 			t.Errorf("sizing output lacks %q:\n%s", want, out.String())
 		}
 	}
-	if err := run(context.Background(), []string{"sizing", "-tpm", "1000"}, func(string) string { return "" }, &out); err == nil {
+	if err := run(context.Background(), []string{"sizing", "-tpm", "1000"}, func(string) string { return "" }, &out, io.Discard); err == nil {
 		t.Error("sizing without -tokens-per-document: no error")
 	}
 }

@@ -1,30 +1,25 @@
 package main
 
 import (
-	"encoding/json"
-	"flag"
 	"fmt"
 
 	"github.com/offpath/offpath/internal/auth"
 )
 
 func (c *cli) listModels(args []string) error {
-	fs := flag.NewFlagSet("models", flag.ContinueOnError)
-	fs.SetOutput(c.out)
+	fs := c.flags("models", "[-json]", "List the model aliases, their deployments and prices (the -models file, $OFFPATH_MODELS, or the catalog built in).")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if pos, err := parse(fs, args); err != nil {
+	if pos, err := c.parse(fs, args); err != nil {
 		return err
-	} else if len(pos) > 0 {
-		return fmt.Errorf("models takes no arguments")
+	} else if err := none(fs, pos, ""); err != nil {
+		return err
 	}
 	cat, err := c.catalog()
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(c.out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(cat.Aliases())
+		return c.printJSON(cat.Aliases())
 	}
 	g := &grid{right: []bool{false, false, false, true, true, true, false}}
 	g.add("ALIAS", "PATH", "DEPLOYMENT", "INPUT $/1M", "CACHED $/1M", "OUTPUT $/1M", "DESCRIPTION")
@@ -49,8 +44,11 @@ func (c *cli) listModels(args []string) error {
 }
 
 func (c *cli) adminKey(args []string) error {
-	if len(args) > 0 {
-		return fmt.Errorf("admin-key takes no arguments")
+	fs := c.flags("admin-key", "", "Make an admin key for the REST API, and the digest to set as OFFPATH_ADMIN_KEY_SHA256.")
+	if pos, err := c.parse(fs, args); err != nil {
+		return err
+	} else if err := none(fs, pos, ""); err != nil {
+		return err
 	}
 	key, digest, err := auth.NewAdminKey(c.rand)
 	if err != nil {

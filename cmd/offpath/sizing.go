@@ -1,20 +1,21 @@
 package main
 
 import (
-	"encoding/json"
-	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 
+	builtin "github.com/offpath/offpath"
 	"github.com/offpath/offpath/internal/sizing"
 )
 
 // sizing derives the worker pool's limits from a deployment's quota and,
 // with -write, puts them into the manifests or the Bicep parameters.
 func (c *cli) sizing(args []string) error {
-	fs := flag.NewFlagSet("sizing", flag.ContinueOnError)
-	fs.SetOutput(c.out)
-	deployments := fs.String("deployments", "infra/model-deployments.json", "model deployments file (capacity = TPM in thousands)")
+	fs := c.flags("sizing", "-tokens-per-document N [-deployment D | -tpm T -rpm R] [flags]",
+		"Derive maxReplicaCount, KEDA messageCount, maxConcurrentCalls and per-instance TPM/RPM from the deployment's quota;\n-write puts them into the infrastructure files (infra/k8s for aks, infra/main.parameters.json for flex).")
+	deployments := fs.String("deployments", "", "model deployments file, capacity = TPM in thousands (default: the built-in infra/model-deployments.json)")
 	deployment := fs.String("deployment", "gpt-4o-mini", "deployment whose quota the pool shares")
 	tpm := fs.Int("tpm", 0, "tokens per minute (overrides the deployments file)")
 	rpm := fs.Int("rpm", 0, "requests per minute (overrides the deployments file)")
@@ -27,26 +28,33 @@ func (c *cli) sizing(args []string) error {
 	drain := fs.Float64("drain-seconds", sizing.DefaultDrainSeconds, "seconds a backlog per replica should take to drain")
 	pool := fs.String("pool", "aks", "aks (KEDA ScaledObject) or flex (Function App instances)")
 	write := fs.Bool("write", false, "write the plan into infra/k8s (aks) or infra/main.parameters.json (flex)")
+	infra := fs.String("infra", "infra", "the infrastructure folder -write changes")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if pos, err := parse(fs, args); err != nil {
+	if pos, err := c.parse(fs, args); err != nil {
 		return err
-	} else if len(pos) > 0 {
-		return fmt.Errorf("sizing takes no arguments")
+	} else if err := none(fs, pos, ""); err != nil {
+		return err
+	}
+	if *tokens <= 0 {
+		return usagef("sizing: missing -tokens-per-document (the counted tokens of one document, all calls)")
 	}
 	in := sizing.Inputs{TPM: *tpm, RPM: *rpm, TokensPerDocument: *tokens, CallsPerDocument: *calls, LatencySeconds: *latency,
 		Share: *share, Utilisation: *util, MaxConcurrency: *maxConc, DrainSeconds: *drain}
 	var paths []string
 	switch *pool {
 	case "aks":
-		paths = []string{"infra/k8s/scaledobject.yaml", "infra/k8s/deployment.yaml"}
+		paths = []string{filepath.Join(*infra, "k8s", "scaledobject.yaml"), filepath.Join(*infra, "k8s", "deployment.yaml")}
 	case "flex":
 		in.MinInstanceCap = 40
-		paths = []string{"infra/main.parameters.json"}
+		paths = []string{filepath.Join(*infra, "main.parameters.json")}
 	default:
-		return fmt.Errorf("-pool %q: want aks or flex", *pool)
+		return usagef("sizing: -pool %q: want aks or flex", *pool)
 	}
 	if in.TPM == 0 {
-		t, r, err := sizing.Quota(*deployments, *deployment)
+		t, r, err := sizing.QuotaOf(builtin.Deployments, "the built-in infra/model-deployments.json", *deployment)
+		if *deployments != "" {
+			t, r, err = sizing.Quota(*deployments, *deployment)
+		}
 		if err != nil {
 			return err
 		}
@@ -57,9 +65,7 @@ func (c *cli) sizing(args []string) error {
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(c.out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(plan); err != nil {
+		if err := c.printJSON(plan); err != nil {
 			return err
 		}
 	} else {
@@ -80,6 +86,9 @@ func (c *cli) sizing(args []string) error {
 	}
 	if !*write {
 		return nil
+	}
+	if _, err := os.Stat(*infra); err != nil {
+		return fmt.Errorf("sizing -write: the infrastructure folder: %w (run it in the repository, or pass -infra DIR)", err)
 	}
 	if err := sizing.Apply(plan, paths...); err != nil {
 		return err

@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"strings"
 	"time"
@@ -13,37 +10,38 @@ import (
 )
 
 func (c *cli) tenants(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return errors.New("tenants: want create, list, suspend, activate or rotate-key")
-	}
-	switch sub, rest := args[0], args[1:]; sub {
-	case "create":
-		return c.createTenant(ctx, rest)
-	case "list":
-		return c.listTenants(ctx, rest)
-	case "suspend":
-		return c.setState(ctx, rest, tenant.Suspended)
-	case "activate":
-		return c.setState(ctx, rest, tenant.Active)
-	case "rotate-key":
-		return c.rotateKey(ctx, rest)
-	default:
-		return fmt.Errorf("tenants: unknown command %q", sub)
-	}
+	return c.group("tenants", args, map[string]func([]string) error{
+		"create":     func(a []string) error { return c.createTenant(ctx, a) },
+		"list":       func(a []string) error { return c.listTenants(ctx, a) },
+		"suspend":    func(a []string) error { return c.setState(ctx, a, tenant.Suspended) },
+		"activate":   func(a []string) error { return c.setState(ctx, a, tenant.Active) },
+		"rotate-key": func(a []string) error { return c.rotateKey(ctx, a) },
+	}, "create, list, suspend, activate, rotate-key")
+}
+
+// issuedKey is a new API key as -json prints it.
+type issuedKey struct {
+	Tenant string `json:"tenant"`
+	KeyID  string `json:"key_id"`
+	Key    string `json:"key"`
+	// OthersExpire is when the tenant's previous keys stop working.
+	OthersExpire *time.Time `json:"others_expire,omitempty"`
+	// OthersRevoked says the previous keys stopped now.
+	OthersRevoked bool `json:"others_revoked,omitempty"`
 }
 
 func (c *cli) createTenant(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("tenants create", flag.ContinueOnError)
-	fs.SetOutput(c.out)
+	fs := c.flags("tenants create", "ID [flags]", "Create a tenant and print its API key, once.")
 	name := fs.String("name", "", "display name")
 	aliases := fs.String("aliases", "", "model aliases the tenant may use, comma-separated")
 	budget := fs.Int64("budget", 0, "monthly token budget (0: none)")
 	apps := fs.String("app-id", "", "Entra ID application ids that authenticate as the tenant, comma-separated")
-	pos, err := parse(fs, args)
+	asJSON := fs.Bool("json", false, "print the key as JSON")
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
-	id, err := one(pos, "tenant id")
+	id, err := one(fs, pos, "tenant id")
 	if err != nil {
 		return err
 	}
@@ -55,15 +53,15 @@ func (c *cli) createTenant(ctx context.Context, args []string) error {
 	t.Aliases, t.MonthlyTokenBudget, t.AppIDs = split(*aliases), *budget, split(*apps)
 	for _, a := range t.Aliases {
 		if _, ok := cat.Alias(a); !ok {
-			return fmt.Errorf("alias %q is not in the model catalog (known: %s)", a, strings.Join(cat.Names(), ", "))
+			return usagef("alias %q is not in the model catalog (known: %s)", a, strings.Join(cat.Names(), ", "))
 		}
 	}
-	key, _, err := t.RotateKey(c.rand, c.now(), 0)
+	key, k, err := t.RotateKey(c.rand, c.now(), 0)
 	if err != nil {
 		return err
 	}
 	if err := t.Validate(); err != nil {
-		return err
+		return usageError{err}
 	}
 	tenants, _, err := c.stores()
 	if err != nil {
@@ -72,18 +70,20 @@ func (c *cli) createTenant(ctx context.Context, args []string) error {
 	if err := tenants.Create(ctx, t); err != nil {
 		return err
 	}
+	if *asJSON {
+		return c.printJSON(issuedKey{Tenant: t.ID, KeyID: k.ID, Key: key})
+	}
 	fmt.Fprintf(c.out, "created tenant %s\n\nAPI key (shown only now; store it safely):\n\n  %s\n\n", t.ID, key)
 	return nil
 }
 
 func (c *cli) listTenants(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("tenants list", flag.ContinueOnError)
-	fs.SetOutput(c.out)
+	fs := c.flags("tenants list", "[-json]", "List the tenants, their states, budgets and keys (never a key's secret).")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if pos, err := parse(fs, args); err != nil {
+	if pos, err := c.parse(fs, args); err != nil {
 		return err
-	} else if len(pos) > 0 {
-		return fmt.Errorf("tenants list takes no arguments")
+	} else if err := none(fs, pos, ""); err != nil {
+		return err
 	}
 	tenants, _, err := c.stores()
 	if err != nil {
@@ -121,9 +121,11 @@ func (c *cli) listTenants(ctx context.Context, args []string) error {
 			}
 			out = append(out, v)
 		}
-		enc := json.NewEncoder(c.out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return c.printJSON(out)
+	}
+	if len(list) == 0 {
+		_, err := fmt.Fprintln(c.out, "no tenants (offpath tenants create ID makes one)")
+		return err
 	}
 	g := &grid{right: []bool{false, false, false, false, true, false, true, false}}
 	g.add("ID", "NAME", "STATE", "ALIASES", "MONTHLY BUDGET", "KEYS", "APP IDS", "CREATED")
@@ -157,7 +159,14 @@ func keysSummary(keys []tenant.Key, now time.Time) string {
 }
 
 func (c *cli) setState(ctx context.Context, args []string, state tenant.State) error {
-	id, err := one(args, "tenant id")
+	verb := map[tenant.State]string{tenant.Suspended: "suspend", tenant.Active: "activate"}[state]
+	about := map[tenant.State]string{tenant.Suspended: "Refuse the tenant's requests (403).", tenant.Active: "Accept the tenant's requests again."}[state]
+	fs := c.flags("tenants "+verb, "ID", about)
+	pos, err := c.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	id, err := one(fs, pos, "tenant id")
 	if err != nil {
 		return err
 	}
@@ -176,14 +185,20 @@ func (c *cli) setState(ctx context.Context, args []string, state tenant.State) e
 }
 
 func (c *cli) rotateKey(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("tenants rotate-key", flag.ContinueOnError)
-	fs.SetOutput(c.out)
+	fs := c.flags("tenants rotate-key", "ID [-overlap 24h] [-json]", "Issue a new API key; the tenant's other keys keep working for the overlap.")
 	overlap := fs.Duration("overlap", tenant.DefaultOverlap, "how long the tenant's other keys keep working (0s: stop them now)")
-	pos, err := parse(fs, args)
+	asJSON := fs.Bool("json", false, "print the key as JSON")
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
-	id, err := one(pos, "tenant id")
+	id, err := one(fs, pos, "tenant id")
+	if err != nil {
+		return err
+	}
+	if *overlap < 0 {
+		return usagef("-overlap %s: want 0s or more", *overlap)
+	}
 	if err != nil {
 		return err
 	}
@@ -191,14 +206,25 @@ func (c *cli) rotateKey(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var key string
+	var (
+		key string
+		k   tenant.Key
+	)
 	t, err := tenants.Update(ctx, id, func(t *tenant.Tenant) error {
 		var err error
-		key, _, err = t.RotateKey(c.rand, c.now(), *overlap)
+		key, k, err = t.RotateKey(c.rand, c.now(), *overlap)
 		return err
 	})
 	if err != nil {
 		return err
+	}
+	if *asJSON {
+		v := issuedKey{Tenant: id, KeyID: k.ID, Key: key, OthersRevoked: *overlap == 0}
+		if *overlap > 0 && len(t.Keys) > 1 {
+			until := c.now().Add(*overlap).UTC()
+			v.OthersExpire = &until
+		}
+		return c.printJSON(v)
 	}
 	fmt.Fprintf(c.out, "new API key for %s (shown only now; store it safely):\n\n  %s\n\n", id, key)
 	if *overlap == 0 {

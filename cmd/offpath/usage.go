@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -14,25 +11,30 @@ import (
 )
 
 func (c *cli) usage(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("usage", flag.ContinueOnError)
-	fs.SetOutput(c.out)
+	fs := c.flags("usage", "[-tenant ID] [-month YYYY-MM] [-csv | -json]",
+		"Usage by path, alias and deployment, with totals and estimated cost (every tenant without -tenant; this month, UTC, without -month).")
 	only := fs.String("tenant", "", "one tenant (default: every tenant)")
 	monthText := fs.String("month", "", "YYYY-MM (default: this month, UTC)")
 	asCSV := fs.Bool("csv", false, "print CSV")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if pos, err := parse(fs, args); err != nil {
+	if pos, err := c.parse(fs, args); err != nil {
 		return err
-	} else if len(pos) > 0 {
-		return fmt.Errorf("usage takes no arguments (use -tenant and -month)")
+	} else if err := none(fs, pos, " (use -tenant and -month)"); err != nil {
+		return err
 	}
 	if *asCSV && *asJSON {
-		return errors.New("-csv and -json: choose one")
+		return usagef("usage: -csv and -json: choose one")
 	}
 	m := ledger.MonthOf(c.now())
 	if *monthText != "" {
 		var err error
 		if m, err = ledger.ParseMonth(*monthText); err != nil {
-			return err
+			return usageError{fmt.Errorf("usage -month: %w", err)}
+		}
+	}
+	if *only != "" {
+		if err := tenant.ValidateID(*only); err != nil {
+			return usageError{fmt.Errorf("usage -tenant: %w", err)}
 		}
 	}
 	tenants, led, err := c.stores()
@@ -41,9 +43,6 @@ func (c *cli) usage(ctx context.Context, args []string) error {
 	}
 	var list []tenant.Tenant
 	if *only != "" {
-		if err := tenant.ValidateID(*only); err != nil {
-			return err
-		}
 		t, err := tenants.Get(ctx, *only)
 		if err != nil {
 			return err
@@ -67,9 +66,11 @@ func (c *cli) usage(ctx context.Context, args []string) error {
 	case *asCSV:
 		return ledger.WriteCSV(c.out, reports...)
 	case *asJSON:
-		enc := json.NewEncoder(c.out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(views)
+		return c.printJSON(views)
+	}
+	if len(list) == 0 {
+		_, err := fmt.Fprintln(c.out, "no tenants, so no usage")
+		return err
 	}
 	return table(c.out, m, reports, list)
 }

@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 
 	"github.com/offpath/offpath/internal/tablestore"
@@ -12,86 +9,161 @@ import (
 )
 
 func (c *cli) webhooks(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return errors.New("webhooks: want set, show, events or delete")
+	return c.group("webhooks", args, map[string]func([]string) error{
+		"set":    func(a []string) error { return c.setWebhook(ctx, a) },
+		"show":   func(a []string) error { return c.showWebhook(ctx, a) },
+		"events": func(a []string) error { return c.webhookEvents(ctx, a) },
+		"delete": func(a []string) error { return c.deleteWebhook(ctx, a) },
+	}, "set, show, events, delete")
+}
+
+// webhookStore connects to the webhooks and checks that tenant exists.
+func (c *cli) webhookStore(ctx context.Context, tenantID string) (*tablestore.Webhooks, error) {
+	conn, err := c.connection()
+	if err != nil {
+		return nil, err
 	}
-	svc, err := c.tableService()
+	svc, err := tablestore.NewServiceClient(conn)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tablestore.NewTenants(svc, "").Get(ctx, tenantID); err != nil {
+		return nil, err
+	}
+	return tablestore.NewWebhooks(svc, ""), nil
+}
+
+func (c *cli) setWebhook(ctx context.Context, args []string) error {
+	fs := c.flags("webhooks set", "TENANT URL", "Register the tenant's webhook (https) and print its signing secret (whsec_…), once.")
+	asJSON := fs.Bool("json", false, "print the webhook and its secret as JSON")
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return err
 	}
-	store, tenants := tablestore.NewWebhooks(svc, ""), tablestore.NewTenants(svc, "")
-	sub, rest := args[0], args[1:]
-	fs := flag.NewFlagSet("webhooks "+sub, flag.ContinueOnError)
-	fs.SetOutput(c.out)
-	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parse(fs, rest)
-	if err != nil {
-		return err
-	}
-	if len(pos) == 0 {
-		return fmt.Errorf("webhooks %s: want a tenant id", sub)
+	if len(pos) != 2 {
+		return usagef("webhooks set: want TENANT URL, got %d arguments", len(pos))
 	}
 	id := pos[0]
-	if _, err := tenants.Get(ctx, id); err != nil {
+	ep, err := webhook.Register(id, pos[1], c.now(), c.rand)
+	if err != nil {
+		return usageError{err}
+	}
+	store, err := c.webhookStore(ctx, id)
+	if err != nil {
 		return err
 	}
-	switch sub {
-	case "set":
-		if len(pos) != 2 {
-			return errors.New("webhooks set: want TENANT URL")
-		}
-		ep, err := webhook.Register(id, pos[1], c.now(), c.rand)
-		if err != nil {
-			return err
-		}
-		if err := store.PutEndpoint(ctx, ep); err != nil {
-			return err
-		}
-		fmt.Fprintf(c.out, "webhook of %s: %s\nsigning secret (shown once): %s\n", id, ep.URL, ep.Secret)
-		return nil
-	case "show":
-		ep, err := store.Endpoint(ctx, id)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(c.out, "webhook of %s: %s (registered %s)\n", id, ep.URL, ep.Created.Format("2006-01-02 15:04:05Z"))
-		return nil
-	case "delete":
-		if err := store.DeleteEndpoint(ctx, id); err != nil {
-			return err
-		}
-		fmt.Fprintf(c.out, "webhook of %s deleted\n", id)
-		return nil
-	case "events":
-		events, err := store.Events(ctx, id)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			enc := json.NewEncoder(c.out)
-			for _, e := range events {
-				if err := enc.Encode(map[string]any{"id": e.ID, "type": e.Type, "job": e.Job, "created": e.Created,
-					"delivered": e.Delivered, "abandoned": e.Abandoned, "next_attempt": e.NextAttempt, "attempts": e.Attempts}); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-		for _, e := range events {
-			state := "pending, next " + e.NextAttempt.Format("15:04:05Z")
-			switch {
-			case e.Delivered:
-				state = "delivered"
-			case e.Abandoned:
-				state = "abandoned"
-			}
-			fmt.Fprintf(c.out, "%-48s %-16s %s\n", e.ID, e.Type, state)
-			for _, a := range e.Attempts {
-				fmt.Fprintf(c.out, "    %s  status %d  %s  %s\n", a.At.Format("2006-01-02 15:04:05Z"), a.Status, a.Duration, a.Error)
-			}
-		}
-		return nil
-	default:
-		return fmt.Errorf("webhooks: unknown command %q", sub)
+	if err := store.PutEndpoint(ctx, ep); err != nil {
+		return err
 	}
+	if *asJSON {
+		return c.printJSON(map[string]any{"tenant": id, "url": ep.URL, "secret": ep.Secret})
+	}
+	fmt.Fprintf(c.out, "webhook of %s: %s\nsigning secret (shown once): %s\n", id, ep.URL, ep.Secret)
+	return nil
+}
+
+func (c *cli) showWebhook(ctx context.Context, args []string) error {
+	fs := c.flags("webhooks show", "TENANT", "Show the tenant's webhook URL (never its secret).")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := c.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	id, err := one(fs, pos, "tenant id")
+	if err != nil {
+		return err
+	}
+	store, err := c.webhookStore(ctx, id)
+	if err != nil {
+		return err
+	}
+	ep, err := store.Endpoint(ctx, id)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return c.printJSON(map[string]any{"tenant": id, "url": ep.URL, "created": ep.Created})
+	}
+	fmt.Fprintf(c.out, "webhook of %s: %s (registered %s)\n", id, ep.URL, ep.Created.Format("2006-01-02 15:04:05Z"))
+	return nil
+}
+
+func (c *cli) deleteWebhook(ctx context.Context, args []string) error {
+	fs := c.flags("webhooks delete", "TENANT", "Remove the tenant's webhook.")
+	pos, err := c.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	id, err := one(fs, pos, "tenant id")
+	if err != nil {
+		return err
+	}
+	store, err := c.webhookStore(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := store.DeleteEndpoint(ctx, id); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.out, "webhook of %s deleted\n", id)
+	return nil
+}
+
+// webhookEvent is an event as -json prints it.
+type webhookEvent struct {
+	ID          string `json:"id"`
+	Type        string `json:"type"`
+	Job         string `json:"job"`
+	Created     any    `json:"created"`
+	Delivered   bool   `json:"delivered"`
+	Abandoned   bool   `json:"abandoned"`
+	NextAttempt any    `json:"next_attempt"`
+	Attempts    any    `json:"attempts"`
+}
+
+func (c *cli) webhookEvents(ctx context.Context, args []string) error {
+	fs := c.flags("webhooks events", "TENANT", "The tenant's webhook events and every delivery attempt.")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := c.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	id, err := one(fs, pos, "tenant id")
+	if err != nil {
+		return err
+	}
+	store, err := c.webhookStore(ctx, id)
+	if err != nil {
+		return err
+	}
+	events, err := store.Events(ctx, id)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		out := make([]webhookEvent, 0, len(events))
+		for _, e := range events {
+			out = append(out, webhookEvent{ID: e.ID, Type: e.Type, Job: e.Job, Created: e.Created,
+				Delivered: e.Delivered, Abandoned: e.Abandoned, NextAttempt: e.NextAttempt, Attempts: e.Attempts})
+		}
+		return c.printJSON(out)
+	}
+	if len(events) == 0 {
+		fmt.Fprintf(c.out, "no webhook events for %s\n", id)
+		return nil
+	}
+	for _, e := range events {
+		state := "pending, next " + e.NextAttempt.Format("15:04:05Z")
+		switch {
+		case e.Delivered:
+			state = "delivered"
+		case e.Abandoned:
+			state = "abandoned"
+		}
+		fmt.Fprintf(c.out, "%-48s %-16s %s\n", e.ID, e.Type, state)
+		for _, a := range e.Attempts {
+			fmt.Fprintf(c.out, "    %s  status %d  %s  %s\n", a.At.Format("2006-01-02 15:04:05Z"), a.Status, a.Duration, a.Error)
+		}
+	}
+	return nil
 }

@@ -30,8 +30,11 @@ func TestCLI_Webhooks(t *testing.T) {
 	if !strings.Contains(out, "https://hooks.example.com/x") || strings.Contains(out, secret[6:]) {
 		t.Errorf("show:\n%s", out)
 	}
-	if out := mustRun(t, env, "webhooks", "events", "contoso"); out != "" {
+	if out := mustRun(t, env, "webhooks", "events", "contoso"); out != "no webhook events for contoso\n" {
 		t.Errorf("events of a new webhook:\n%s", out)
+	}
+	if out := mustRun(t, env, "webhooks", "events", "-json", "contoso"); strings.TrimSpace(out) != "[]" {
+		t.Errorf("events -json of a new webhook:\n%s", out)
 	}
 	mustRun(t, env, "webhooks", "delete", "contoso")
 	if _, err := offpath(t, env, "webhooks", "show", "contoso"); err == nil {

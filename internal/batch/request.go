@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/offpath/offpath/internal/batchfile"
+	"github.com/offpath/offpath/internal/ident"
 )
 
 // Limits on what a tenant may send.
@@ -97,13 +97,13 @@ func checkRequest(r *Request) error {
 		return invalid("invalid_max_tokens", "max_tokens: must be within 1..%d", MaxMaxTokens)
 	case !utf8.ValidString(r.SystemPrompt) || len(r.SystemPrompt) > MaxPromptBytes:
 		return invalid("invalid_system_prompt", "system_prompt: must be valid UTF-8 of at most %d bytes", MaxPromptBytes)
-	case len(r.IdempotencyKey) > MaxIdempotencyKey || strings.ContainsFunc(r.IdempotencyKey, isControl) || !utf8.ValidString(r.IdempotencyKey):
-		return invalid("invalid_idempotency_key", "idempotency_key: printable text of at most %d bytes", MaxIdempotencyKey)
+	case len(r.IdempotencyKey) > MaxIdempotencyKey || !ident.Valid(r.IdempotencyKey):
+		return invalid("invalid_idempotency_key", "idempotency_key: printable text of at most %d bytes, without control or format characters", MaxIdempotencyKey)
 	case len(r.Metadata) > MaxMetadataPairs:
 		return invalid("invalid_metadata", "metadata: at most %d pairs", MaxMetadataPairs)
 	}
 	for k, v := range r.Metadata {
-		if k == "" || len(k) > MaxMetadataKeyLen || len(v) > MaxMetadataValLen || !printable(k) || !printable(v) {
+		if k == "" || len(k) > MaxMetadataKeyLen || len(v) > MaxMetadataValLen || !ident.Valid(k) || !ident.Valid(v) {
 			return invalid("invalid_metadata", "metadata: keys of 1..%d and values of at most %d printable bytes", MaxMetadataKeyLen, MaxMetadataValLen)
 		}
 	}
@@ -118,8 +118,8 @@ func checkItem(it *Item, n int) error {
 		return invalid("invalid_item_id", "%s.id: required", where)
 	case len(it.ID) > MaxItemIDLen:
 		return invalid("invalid_item_id", "%s.id: %d bytes; at most %d", where, len(it.ID), MaxItemIDLen)
-	case !printable(it.ID):
-		return invalid("invalid_item_id", "%s.id: must be printable UTF-8 without control characters", where)
+	case !ident.Valid(it.ID):
+		return invalid("invalid_item_id", "%s.id: must be printable UTF-8 without control or format characters", where)
 	case it.Prompt == "" && len(it.Messages) == 0:
 		return invalid("invalid_item", "%s (id %q): a prompt or messages are required", where, clip(it.ID))
 	case it.Prompt != "" && len(it.Messages) > 0:
@@ -181,8 +181,8 @@ func checkInputBlob(tenantID, name string) error {
 	switch {
 	case len(name) > MaxInputBlobLen || !utf8.ValidString(name):
 		return bad("too long or not UTF-8")
-	case strings.ContainsFunc(name, isControl) || strings.ContainsAny(name, "\\%?#"):
-		return bad("control characters, backslashes, '%', '?' or '#'")
+	case !ident.Valid(name) || strings.ContainsAny(name, "\\%?#"):
+		return bad("control or format characters, backslashes, '%', '?' or '#'")
 	case !strings.HasPrefix(name, tenantID+"/"):
 		return bad("outside the tenant's area")
 	}
@@ -192,18 +192,6 @@ func checkInputBlob(tenantID, name string) error {
 		}
 	}
 	return nil
-}
-
-func isControl(r rune) bool { return unicode.IsControl(r) || r == utf8.RuneError }
-
-// printable reports whether s is valid UTF-8 without control or format
-// characters (bidi overrides, zero-width characters, byte-order marks),
-// line or paragraph separators, or U+FFFD (what JSON decoding makes of
-// invalid bytes).
-func printable(s string) bool {
-	return utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool {
-		return unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) || r == utf8.RuneError
-	})
 }
 
 func clip(s string) string {

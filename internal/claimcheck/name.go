@@ -6,9 +6,8 @@ import (
 	"net/url"
 	"path"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/offpath/offpath/internal/ident"
 	"github.com/offpath/offpath/internal/outcome"
 )
 
@@ -68,8 +67,8 @@ func SplitTenant(name string) (tenant, rest string, err error) {
 
 // ParseName validates a blob name in the incoming container (the {name} of
 // "incoming/{name}") and splits it. It rejects names that are not valid
-// UTF-8, longer than MaxNameBytes or MaxNameSegments, with control or
-// format characters, backslashes, empty, "." or ".." segments or segments
+// UTF-8, longer than MaxNameBytes or MaxNameSegments, with characters the
+// identifier rule refuses (control and format characters, ...), backslashes, empty, "." or ".." segments or segments
 // ending in a dot (also after percent-decoding, up to three layers), not
 // under a valid tenant folder, or without a supported extension.
 func (r *Rules) ParseName(name string) (BlobName, error) {
@@ -116,18 +115,11 @@ func checkName(name string) error {
 }
 
 func checkLayer(name string) error {
-	if !utf8.ValidString(name) {
-		return errors.New("not valid UTF-8")
+	if err := ident.Check(name); err != nil {
+		return err
 	}
-	for i, c := range name {
-		switch {
-		case unicode.IsControl(c):
-			return fmt.Errorf("control character %U at byte %d", c, i)
-		case unicode.Is(unicode.Cf, c):
-			return fmt.Errorf("format character %U at byte %d", c, i)
-		case c == '\\':
-			return fmt.Errorf("backslash at byte %d", i)
-		}
+	if i := strings.IndexByte(name, '\\'); i >= 0 {
+		return fmt.Errorf("backslash at byte %d", i)
 	}
 	segs := strings.Split(name, "/")
 	if len(segs) > MaxNameSegments {

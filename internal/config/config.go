@@ -20,6 +20,11 @@ import (
 	"github.com/offpath/offpath/internal/catalog"
 )
 
+// DefaultRequestReadTimeout is how long the handler's server waits for a
+// whole request. The Functions host is its only client, on loopback, but it
+// may stream a caller's body as it arrives: as long as the front allows.
+const DefaultRequestReadTimeout = time.Minute
+
 // Handler is the custom handler's configuration.
 type Handler struct {
 	// Port is FUNCTIONS_CUSTOMHANDLER_PORT, chosen by the host per start.
@@ -33,6 +38,11 @@ type Handler struct {
 	// the host gives up; 30 minutes when functionTimeout is unbounded.
 	// OFFPATH_INVOCATION_TIMEOUT overrides it.
 	InvocationTimeout time.Duration `json:"invocation_timeout"`
+	// RequestReadTimeout bounds the reading of a whole request, headers and
+	// body, on the handler's HTTP server, so a client sending slowly cannot
+	// hold a connection: OFFPATH_REQUEST_READ_TIMEOUT, default
+	// DefaultRequestReadTimeout.
+	RequestReadTimeout time.Duration `json:"request_read_timeout"`
 	// LogLevel is OFFPATH_LOG_LEVEL (default info).
 	LogLevel zerolog.Level `json:"log_level"`
 
@@ -116,6 +126,14 @@ func LoadHandler(getenv func(string) string, readFile func(string) ([]byte, erro
 	}
 	if c.InvocationTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("host.json functionTimeout %v leaves no time for an invocation", c.FunctionTimeout))
+	}
+	c.RequestReadTimeout = DefaultRequestReadTimeout
+	if s := getenv("OFFPATH_REQUEST_READ_TIMEOUT"); s != "" {
+		if d, err := time.ParseDuration(s); err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("OFFPATH_REQUEST_READ_TIMEOUT %q: want a positive duration such as 1m", s))
+		} else {
+			c.RequestReadTimeout = d
+		}
 	}
 	c.LogLevel = zerolog.InfoLevel
 	if s := getenv("OFFPATH_LOG_LEVEL"); s != "" {

@@ -93,6 +93,7 @@ func TestLoadHandler(t *testing.T) {
 		{name: "no host.json", env: map[string]string{"FUNCTIONS_CUSTOMHANDLER_PORT": "1"}, wantErr: "read host.json"},
 		{name: "bad timeout", env: map[string]string{"FUNCTIONS_CUSTOMHANDLER_PORT": "1"}, host: `{"functionTimeout": "10m"}`, wantErr: "functionTimeout"},
 		{name: "override above timeout", env: map[string]string{"FUNCTIONS_CUSTOMHANDLER_PORT": "1", "OFFPATH_INVOCATION_TIMEOUT": "20m"}, host: `{"functionTimeout": "00:10:00"}`, wantErr: "below functionTimeout"},
+		{name: "bad request read timeout", env: map[string]string{"FUNCTIONS_CUSTOMHANDLER_PORT": "1", "OFFPATH_REQUEST_READ_TIMEOUT": "0s"}, host: `{}`, wantErr: "OFFPATH_REQUEST_READ_TIMEOUT"},
 		{name: "bad level", env: map[string]string{"FUNCTIONS_CUSTOMHANDLER_PORT": "1", "OFFPATH_LOG_LEVEL": "loud"}, host: `{}`, wantErr: "OFFPATH_LOG_LEVEL"},
 	}
 	for _, tt := range tests {
@@ -256,6 +257,16 @@ func TestParseTimeSpan(t *testing.T) {
 	for _, in := range []string{"5m", "00:61:00", "aa:00:00", "00:00:00", "1:2"} {
 		if _, err := config.ParseTimeSpan(in); err == nil {
 			t.Errorf("ParseTimeSpan(%q): no error", in)
+		}
+	}
+}
+
+func TestLoadHandler_RequestReadTimeout(t *testing.T) {
+	t.Parallel()
+	for env, want := range map[string]time.Duration{"": config.DefaultRequestReadTimeout, "250ms": 250 * time.Millisecond} {
+		got, err := config.LoadHandler(withBase(map[string]string{"FUNCTIONS_CUSTOMHANDLER_PORT": "1", "OFFPATH_REQUEST_READ_TIMEOUT": env}), appFiles(t, `{}`))
+		if err != nil || got.RequestReadTimeout != want {
+			t.Errorf("OFFPATH_REQUEST_READ_TIMEOUT=%q: %v, %v; want %v", env, got.RequestReadTimeout, err, want)
 		}
 	}
 }

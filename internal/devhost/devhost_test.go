@@ -16,6 +16,7 @@ import (
 	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/devhost"
 	"github.com/offpath/offpath/internal/sbemu"
+	"github.com/offpath/offpath/internal/slowloris"
 )
 
 func TestDevhost_BlobFiresOncePerETag(t *testing.T) {
@@ -340,5 +341,44 @@ func TestDevhost_EventGridWebhook(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusNotFound {
 		t.Errorf("unknown function: %d, want 404", res.StatusCode)
+	}
+}
+
+// TestDevhost_CutsOffSlowClients: a caller that sends its body (or its
+// headers) a byte at a time is cut off once RequestReadTimeout has passed,
+// however long it would go on; the host goes on serving.
+func TestDevhost_CutsOffSlowClients(t *testing.T) {
+	t.Parallel()
+	const timeout = 300 * time.Millisecond
+	s := newStack(t, azurite.Start(t), 10)
+	s.readTimeout = timeout
+	h, _ := s.run(t, newApp(t, "", "api", "echo"))
+	addr := strings.TrimPrefix(h.URL(), "http://")
+	// Forwarded to the handler (api), and in envelope mode (echo).
+	for _, c := range []struct {
+		name, path string
+		trickle    func(string, string, time.Duration, time.Duration) (slowloris.Result, error)
+	}{
+		{"forwarded body", "/api/v1/hello", slowloris.Body},
+		{"envelope body", "/api/echo/42", slowloris.Body},
+		{"headers", "/api/v1/hello", slowloris.Headers},
+	} {
+		name := c.name
+		head := "POST " + c.path + " HTTP/1.1\r\nHost: " + addr + "\r\nx-functions-key: fkey\r\nContent-Length: 1000000\r\n\r\n"
+		r, err := c.trickle(addr, head, 10*time.Millisecond, 20*timeout)
+		if err != nil {
+			t.Fatalf("slow %s: %v", name, err)
+		}
+		if r.Elapsed < timeout {
+			t.Errorf("slow %s: cut off after %v, before the %v timeout", name, r.Elapsed, timeout)
+		}
+		status, _, _ := strings.Cut(r.Response, "\r\n")
+		if name == "envelope body" && !strings.HasPrefix(status, "HTTP/1.1 400") {
+			t.Errorf("slow envelope body: the host answered %q, want 400", status)
+		}
+		t.Logf("slow %s: cut off after %v and %d bytes; the host answered %q", name, r.Elapsed.Round(time.Millisecond), r.Sent, status)
+	}
+	if code, body, _ := do(t, http.MethodGet, h.URL()+"/api/v1/hello", "fkey", ""); code != http.StatusOK {
+		t.Errorf("after the slow clients: %d %s", code, body)
 	}
 }

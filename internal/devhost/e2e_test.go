@@ -139,6 +139,8 @@ type stack struct {
 	blobs  *azblob.Client
 	queues *azqueue.ServiceClient
 	broker *sbemu.Broker
+	// readTimeout is the hosts' RequestReadTimeout (zero: the default).
+	readTimeout time.Duration
 }
 
 func newStack(t *testing.T, az *azurite.Azurite, maxDelivery int) *stack {
@@ -169,6 +171,7 @@ func (s *stack) run(t *testing.T, a *testApp) (*devhost.Host, func()) {
 	h, err := devhost.New(devhost.Options{
 		App: app, Blobs: s.blobs, Queues: s.queues, Broker: s.broker,
 		HTTPAddr: "127.0.0.1:0", BlobPollInterval: 100 * time.Millisecond, HostID: "h" + strconv.FormatInt(time.Now().UnixNano(), 36),
+		RequestReadTimeout: s.readTimeout,
 	}, zerolog.New(zerolog.NewTestWriter(t)))
 	if err != nil {
 		t.Fatalf("devhost.New: %v", err)

@@ -34,10 +34,19 @@ type Options struct {
 	HostID string
 	// BlobPollInterval is the pause between blob scans; default 2 s.
 	BlobPollInterval time.Duration
+	// RequestReadTimeout bounds the reading of a caller's whole request,
+	// headers and body, on the HTTP address; default
+	// DefaultRequestReadTimeout.
+	RequestReadTimeout time.Duration
 	// HandlerOutput receives the handler's stdout and stderr.
 	HandlerOutput io.Writer
 	Now           func() time.Time
 }
+
+// DefaultRequestReadTimeout is how long a caller may take to send a whole
+// request: a client trickling its body is cut off after it, so it cannot
+// hold a connection for long.
+const DefaultRequestReadTimeout = time.Minute
 
 // Host is a running dev host.
 type Host struct {
@@ -61,6 +70,7 @@ func New(opts Options, logger zerolog.Logger) (*Host, error) {
 	}
 	opts.HostID = cmp.Or(opts.HostID, "devhost")
 	opts.BlobPollInterval = cmp.Or(opts.BlobPollInterval, 2*time.Second)
+	opts.RequestReadTimeout = cmp.Or(opts.RequestReadTimeout, DefaultRequestReadTimeout)
 	opts.HTTPAddr = cmp.Or(opts.HTTPAddr, "127.0.0.1:"+strconv.Itoa(opts.App.HTTPPort))
 	if opts.HandlerOutput == nil {
 		opts.HandlerOutput = io.Discard

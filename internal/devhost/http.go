@@ -20,7 +20,10 @@ const maxHTTPBody = 100 << 20
 // serveHTTP serves HTTP functions, the admin API and the dev host's own
 // endpoints on the front address until ctx is done.
 func (h *Host) serveHTTP(ctx context.Context) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	// The whole request, body included, is bounded; writing is not: an
+	// HTTP function answers when it answers, within functionTimeout.
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: min(10*time.Second, h.opts.RequestReadTimeout),
+		ReadTimeout: h.opts.RequestReadTimeout, IdleTimeout: 2 * time.Minute}
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -149,8 +152,13 @@ func (h *Host) forwardOnce(ctx context.Context, w http.ResponseWriter, r *http.R
 // its `res` output (§4.3). A failed invocation is a 500 to the caller.
 func (h *Host) envelopeHTTP(w http.ResponseWriter, r *http.Request, fn *Function, params map[string]*string) {
 	body, err := io.ReadAll(r.Body)
-	if err != nil {
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
 		http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+		return
+	case err != nil: // the caller stopped sending, or took too long
+		http.Error(w, "the request body could not be read", http.StatusBadRequest)
 		return
 	}
 	env := newEnvelope(fn.Name, h.opts.Now())

@@ -6,7 +6,8 @@
 // finished is recognised and does nothing, and a message for a replaced
 // version never overwrites what is known about the newer one.
 //
-// The package is the domain: standard library only. Package tablestore
+// The package is the domain: standard library only, and the identifier
+// rule of package ident. Package tablestore
 // stores statuses.
 package document
 
@@ -17,7 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/offpath/offpath/internal/ident"
 )
 
 // ErrNotFound: no status for that document.
@@ -134,10 +136,11 @@ func Key(name string) string {
 	return "d-" + hex.EncodeToString(sum[:20])
 }
 
-// Printable returns name if it is valid UTF-8 without control characters,
-// else its Go-quoted form, so a hostile name can be stored and shown.
+// Printable returns name if it follows the identifier rule (valid UTF-8
+// without control or format characters), else its Go-quoted form, so a
+// hostile name can be stored and shown.
 func Printable(name string) string {
-	if utf8.ValidString(name) && !strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }) {
+	if ident.Valid(name) {
 		return name
 	}
 	return strconv.Quote(name)

@@ -5,11 +5,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/offpath/offpath/internal/catalog"
+	"github.com/offpath/offpath/internal/ident"
 	"github.com/offpath/offpath/internal/tenant"
 )
 
@@ -110,7 +109,7 @@ func (e *Entry) Validate() error {
 	switch {
 	case e.Unit == "":
 		bad("unit", "is required")
-	case len(e.Unit) > MaxUnitLen || !utf8.ValidString(e.Unit) || strings.ContainsFunc(e.Unit, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+	case len(e.Unit) > MaxUnitLen || !ident.Valid(e.Unit):
 		bad("unit", "must be printable UTF-8 of at most %d bytes", MaxUnitLen)
 	}
 	if !catalog.ValidAlias(e.Alias) {

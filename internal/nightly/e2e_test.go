@@ -24,8 +24,8 @@ import (
 func startApp(t *testing.T, linesPerMinute float64) *apptest.Stack {
 	speed := 600.0
 	return apptest.Start(t, apptest.Config{
-		Sim:      aoaisim.Config{Speed: &speed, Batch: aoaisim.BatchConfig{LinesPerMinute: linesPerMinute}},
-		Tenants:  map[string][]string{"support": {"summarize"}, "contoso": {"summarize"}},
+		Sim:     aoaisim.Config{Speed: &speed, Batch: aoaisim.BatchConfig{LinesPerMinute: linesPerMinute}},
+		Tenants: map[string][]string{"support": {"summarize"}, "contoso": {"summarize"}},
 		// Info level: the morning_report_written event is an info line.
 		Settings: map[string]string{"OFFPATH_TICKETS_URL": "https://support.example.com/tickets/{id}", "OFFPATH_LOG_LEVEL": "info"},
 	})

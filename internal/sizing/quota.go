@@ -30,18 +30,24 @@ func Quota(path, name string) (tpm, rpm int, err error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("read deployments: %w", err)
 	}
+	return QuotaOf(data, path, name)
+}
+
+// QuotaOf is Quota on a deployments document already read; source names it
+// in errors.
+func QuotaOf(data []byte, source, name string) (tpm, rpm int, err error) {
 	var ds []Deployment
 	if err := json.Unmarshal(data, &ds); err != nil {
-		return 0, 0, fmt.Errorf("read deployments %s: %w", path, err)
+		return 0, 0, fmt.Errorf("read deployments %s: %w", source, err)
 	}
 	for _, d := range ds {
 		if d.Name != name {
 			continue
 		}
 		if d.Use != "queue" || d.RPMPerThousandTPM <= 0 || d.Capacity <= 0 {
-			return 0, 0, fmt.Errorf("deployment %q in %s is not an online deployment with capacity and rpmPerThousandTpm", name, path)
+			return 0, 0, fmt.Errorf("deployment %q in %s is not an online deployment with capacity and rpmPerThousandTpm", name, source)
 		}
 		return d.Capacity * 1000, int(float64(d.Capacity) * d.RPMPerThousandTPM), nil
 	}
-	return 0, 0, fmt.Errorf("no deployment %q in %s", name, path)
+	return 0, 0, fmt.Errorf("no deployment %q in %s", name, source)
 }
