@@ -72,9 +72,21 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	mux.Handle("nightly-summaries", invoke.TimerTrigger, runNightly(batches))        // timer: functions/nightly-summaries
 	mux.Handle("report-deadline", invoke.TimerTrigger, checkReportDeadline(batches)) // timer: functions/report-deadline
 	mux.Handle("batch-audit", invoke.TimerTrigger, runAudit(batches))                // timer: functions/batch-audit
-	if err := registerIngest(mux, cfg, tenancy, logger); err != nil {
+	fleet, err := registerIngest(mux, cfg, tenancy, logger)
+	if err != nil {
 		return err
 	}
+	// The shared quota's leases outlive the server: in-flight invocations
+	// keep calling the models until Shutdown returns; then they are given back.
+	leaseCtx, stopLeases := context.WithCancel(context.WithoutCancel(ctx))
+	leasesDone := make(chan struct{})
+	go func() {
+		defer close(leasesDone)
+		if fleet != nil {
+			fleet.Run(leaseCtx)
+		}
+	}()
+	defer func() { stopLeases(); <-leasesDone }()
 
 	srv := &http.Server{
 		Handler:           mux,

@@ -1,0 +1,306 @@
+package ratelimit
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Defaults of FleetOptions.
+const (
+	DefaultRenew = 10 * time.Second
+	DefaultTTL   = 30 * time.Second
+	DefaultSkew  = time.Second
+)
+
+// saveAttempts bounds one renewal's optimistic-concurrency retries.
+const saveAttempts = 8
+
+// FleetOptions tune a Fleet. Zero fields take the defaults.
+type FleetOptions struct {
+	// ID names this process in the pools; unique per process (a random
+	// one by default).
+	ID string
+	// Renew is how often the process renews its leases (±10% jitter).
+	// Default 10 s.
+	Renew time.Duration
+	// TTL is how long a lease lasts unrenewed. Default 30 s: three renewals.
+	TTL time.Duration
+	// Skew is the clock difference tolerated between processes, added to
+	// every time another process relies on. Default 1 s.
+	Skew time.Duration
+	// Clock is the time source, the limiters' too. Default: real time.
+	Clock Clock
+	// Pause waits between conflicting saves. Default: a real sleep.
+	Pause func(d time.Duration)
+}
+
+// FleetStats count a Fleet's storage operations.
+type FleetStats struct {
+	Loads, Saves, Conflicts, Failures int64
+	// Fallbacks counts the times a lease ran out unrenewed (or none could
+	// be had) and the static share took over.
+	Fallbacks int64
+}
+
+// Fleet shares each deployment's quota among every process that calls it
+// (see the package documentation): it leases this process's part from a
+// LeaseStore and resizes the Set's limiters to it.
+type Fleet struct {
+	set    *Set
+	store  LeaseStore
+	opts   FleetOptions
+	reuse  time.Duration // a limiter's window plus the skew
+	log    zerolog.Logger
+	shares []*share // sorted by deployment
+
+	mu    sync.Mutex
+	stats FleetStats
+}
+
+// share is one deployment's lease as this process holds it.
+type share struct {
+	name     string
+	lim      *Limiter
+	quota    Limits // the whole deployment's
+	static   Limits // the safe share without the store
+	expires  time.Time
+	leased   bool // holds a lease (else: static or suspended)
+	fallback bool // on the static share since the store failed
+}
+
+// NewFleet shares the quotas (the whole deployments', by name) of the
+// set's limiters; static are the per-process shares used while the store
+// cannot be reached (each must be safe with every process on it: the
+// quota divided by the most processes the platform runs). Deployments
+// without a quota keep their limiter as it is. It does no I/O: until Run's
+// first renewal the shared limiters admit nothing.
+func NewFleet(set *Set, quotas, static map[string]Limits, store LeaseStore, opts FleetOptions, logger zerolog.Logger) (*Fleet, error) {
+	opts.Renew = cmp.Or(opts.Renew, DefaultRenew)
+	opts.TTL = cmp.Or(opts.TTL, DefaultTTL)
+	opts.Skew = cmp.Or(opts.Skew, DefaultSkew)
+	if opts.Clock == nil {
+		opts.Clock = realClock{}
+	}
+	if opts.Pause == nil {
+		opts.Pause = time.Sleep
+	}
+	if opts.ID == "" {
+		opts.ID = fmt.Sprintf("p%016x", rand.Uint64())
+	}
+	if opts.TTL <= opts.Renew {
+		return nil, fmt.Errorf("rate leases: ttl %v must be longer than the renewal interval %v", opts.TTL, opts.Renew)
+	}
+	f := &Fleet{set: set, store: store, opts: opts, log: logger.With().Str("component", "ratelimit").Str("instance", opts.ID).Logger()}
+	now := opts.Clock.Now()
+	for _, name := range slices.Sorted(maps.Keys(quotas)) {
+		q := quotas[name]
+		lim := set.Limiter(name)
+		if lim == nil {
+			return nil, fmt.Errorf("rate leases: no limiter for deployment %s", name)
+		}
+		if q.TPM <= 0 || q.RPM <= 0 {
+			return nil, fmt.Errorf("rate leases %s: a shared quota needs both tpm and rpm", name)
+		}
+		f.reuse = max(f.reuse, lim.wins[0].dur+opts.Skew)
+		f.shares = append(f.shares, &share{name: name, lim: lim, quota: q, static: static[name]})
+		lim.Suspend(now.Add(opts.Renew))
+	}
+	return f, nil
+}
+
+// Stats returns a snapshot of the counters.
+func (f *Fleet) Stats() FleetStats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stats
+}
+
+func (f *Fleet) count(fn func(s *FleetStats)) {
+	f.mu.Lock()
+	fn(&f.stats)
+	f.mu.Unlock()
+}
+
+// Run renews the leases until ctx ends, then gives them back.
+func (f *Fleet) Run(ctx context.Context) {
+	for {
+		wait := f.opts.Renew
+		if f.Renew(ctx) != nil {
+			wait = min(wait, 2*time.Second) // try again soon
+		}
+		wait = time.Duration(float64(wait) * (0.9 + 0.2*rand.Float64()))
+		timer, stop := f.opts.Clock.After(wait)
+		select {
+		case <-ctx.Done():
+			stop()
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			f.Release(rctx)
+			cancel()
+			return
+		case <-timer:
+		}
+	}
+}
+
+// Renew renews every lease once (a load and a save each, more on
+// conflicts). A lease that could not be renewed is kept until it expires,
+// then the static share takes over; the error says what failed.
+func (f *Fleet) Renew(ctx context.Context) error {
+	var errs []error
+	for _, s := range f.shares {
+		err := f.renew(ctx, s)
+		now := f.opts.Clock.Now()
+		switch {
+		case err == nil:
+			if s.fallback {
+				f.log.Info().Str("deployment", s.name).Msg("rate limit: the lease store answers again; sharing the quota with the fleet")
+			}
+			s.fallback = false
+		case !s.leased || !now.Before(s.expires):
+			if !s.fallback {
+				f.count(func(st *FleetStats) { st.Fallbacks++ })
+				f.log.Warn().Err(err).Str("deployment", s.name).Int64("tpm", s.static.TPM).Int64("rpm", s.static.RPM).
+					Msg("rate limit: the lease store cannot be reached; using the static per-instance share until it can")
+			}
+			s.fallback, s.leased = true, false
+			s.lim.Resize(s.static)
+			s.lim.Suspend(time.Time{})
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// renew renews one lease, or takes one.
+func (f *Fleet) renew(ctx context.Context, s *share) error {
+	for attempt := range saveAttempts {
+		if attempt > 0 {
+			f.opts.Pause(time.Duration(rand.IntN(20*attempt)+1) * time.Millisecond)
+		}
+		pool, version, err := f.store.Load(ctx, s.name)
+		f.count(func(st *FleetStats) { st.Loads++ })
+		if err != nil {
+			f.count(func(st *FleetStats) { st.Failures++ })
+			return fmt.Errorf("rate lease %s: %w", s.name, err)
+		}
+		now := f.opts.Clock.Now()
+		pool.tidy(now, f.reuse)
+		if pool.Members == nil {
+			pool.Members = map[string]Lease{}
+		}
+		cur := pool.Members[f.opts.ID] // zero when it expired or is new
+		if s.fallback {
+			cur = Lease{} // what the static share sent is not in the pool
+		}
+		w := want(s.lim.Usage(), s.quota)
+		wants := map[string]float64{f.opts.ID: w}
+		for id, m := range pool.Members {
+			if id != f.opts.ID {
+				wants[id] = m.Want
+			}
+		}
+		target := part(s.quota, fairShares(wants)[f.opts.ID])
+		held := pool.held(f.opts.ID)
+		next := Limits{
+			TPM: max(0, min(target.TPM, s.quota.TPM-held.TPM)),
+			RPM: max(0, min(target.RPM, s.quota.RPM-held.RPM)),
+		}
+		// A small decrease is not worth the cooling it costs (wants move a
+		// little at every renewal); the lease still fits beside the others.
+		if next.TPM < cur.TPM && cur.TPM-next.TPM <= cur.TPM/20 && cur.TPM <= s.quota.TPM-held.TPM {
+			next.TPM = cur.TPM
+		}
+		if next.RPM < cur.RPM && cur.RPM-next.RPM <= max(cur.RPM/20, 1) && cur.RPM <= s.quota.RPM-held.RPM {
+			next.RPM = cur.RPM
+		}
+		// Shrinking is done here before it is saved, and what it gives up
+		// cools as what was admitted against it leaves the window.
+		keep := Limits{TPM: min(cur.TPM, next.TPM), RPM: min(cur.RPM, next.RPM)}
+		if keep != (Limits{TPM: cur.TPM, RPM: cur.RPM}) {
+			for _, st := range s.lim.Released(Limits{TPM: cur.TPM, RPM: cur.RPM}, keep) {
+				st.At = st.At.Add(f.opts.Skew)
+				pool.cool(st)
+			}
+			if s.leased {
+				s.lim.Resize(keep)
+			}
+		}
+		pool.Members[f.opts.ID] = Lease{TPM: next.TPM, RPM: next.RPM, Want: w, Expires: now.Add(f.opts.TTL)}
+		_, err = f.store.Save(ctx, s.name, pool, version)
+		f.count(func(st *FleetStats) { st.Saves++ })
+		if errors.Is(err, ErrConflict) {
+			f.count(func(st *FleetStats) { st.Conflicts++ })
+			continue
+		}
+		if err != nil {
+			f.count(func(st *FleetStats) { st.Failures++ })
+			return fmt.Errorf("rate lease %s: %w", s.name, err)
+		}
+		// Growing only now that the pool says so.
+		s.leased, s.expires = true, now.Add(f.opts.TTL)
+		s.lim.Resize(next)
+		if next.TPM <= 0 || next.RPM <= 0 {
+			s.lim.Suspend(now.Add(f.opts.Renew))
+		} else {
+			s.lim.Suspend(time.Time{})
+		}
+		return nil
+	}
+	return fmt.Errorf("rate lease %s: %d conflicting saves in a row", s.name, saveAttempts)
+}
+
+// Release gives every lease back: this process admits nothing more, and
+// the others may use its parts as its admissions leave the window.
+func (f *Fleet) Release(ctx context.Context) {
+	for _, s := range f.shares {
+		s.lim.Suspend(f.opts.Clock.Now().Add(f.opts.TTL))
+		if !s.leased {
+			continue
+		}
+		if err := f.release(ctx, s); err != nil {
+			f.log.Warn().Err(err).Str("deployment", s.name).Msg("rate limit: the lease could not be given back; it expires on its own")
+		}
+		s.leased = false
+	}
+}
+
+func (f *Fleet) release(ctx context.Context, s *share) error {
+	for attempt := range saveAttempts {
+		if attempt > 0 {
+			f.opts.Pause(time.Duration(rand.IntN(20*attempt)+1) * time.Millisecond)
+		}
+		pool, version, err := f.store.Load(ctx, s.name)
+		f.count(func(st *FleetStats) { st.Loads++ })
+		if err != nil {
+			return err
+		}
+		pool.tidy(f.opts.Clock.Now(), f.reuse)
+		cur, ok := pool.Members[f.opts.ID]
+		if !ok {
+			return nil
+		}
+		delete(pool.Members, f.opts.ID)
+		for _, st := range s.lim.Released(Limits{TPM: cur.TPM, RPM: cur.RPM}, Limits{}) {
+			st.At = st.At.Add(f.opts.Skew)
+			pool.cool(st)
+		}
+		_, err = f.store.Save(ctx, s.name, pool, version)
+		f.count(func(st *FleetStats) { st.Saves++ })
+		if !errors.Is(err, ErrConflict) {
+			return err
+		}
+		f.count(func(st *FleetStats) { st.Conflicts++ })
+	}
+	return fmt.Errorf("%d conflicting saves in a row", saveAttempts)
+}
