@@ -153,24 +153,35 @@ func (f *Fleet) Run(ctx context.Context) {
 
 // Renew renews every lease once (a load and a save each, more on
 // conflicts). A lease that could not be renewed is kept until it expires,
-// then the static share takes over; the error says what failed.
+// then the static share takes over until the store answers again with a
+// lease at least as large; the error says what failed.
 func (f *Fleet) Renew(ctx context.Context) error {
 	var errs []error
 	for _, s := range f.shares {
-		err := f.renew(ctx, s)
+		next, err := f.renew(ctx, s)
 		now := f.opts.Clock.Now()
 		switch {
+		case err == nil && s.fallback && (next.TPM < s.static.TPM || next.RPM < s.static.RPM):
+			// Back, but the pool has less for it than the static share yet
+			// (its own expired lease is still cooling): stay on the static
+			// share, which its recent admissions were made under.
 		case err == nil:
 			if s.fallback {
-				f.log.Info().Str("deployment", s.name).Msg("rate limit: the lease store answers again; sharing the quota with the fleet")
+				f.log.Info().Str("deployment", s.name).Int64("tpm", next.TPM).Int64("rpm", next.RPM).
+					Msg("rate limit: the lease store answers again; sharing the quota with the fleet")
 			}
 			s.fallback = false
-		case !s.leased || !now.Before(s.expires):
-			if !s.fallback {
-				f.count(func(st *FleetStats) { st.Fallbacks++ })
-				f.log.Warn().Err(err).Str("deployment", s.name).Int64("tpm", s.static.TPM).Int64("rpm", s.static.RPM).
-					Msg("rate limit: the lease store cannot be reached; using the static per-instance share until it can")
+			s.lim.Resize(next)
+			if next.TPM <= 0 || next.RPM <= 0 {
+				s.lim.Suspend(now.Add(f.opts.Renew))
+			} else {
+				s.lim.Suspend(time.Time{})
 			}
+		case s.fallback:
+		case !s.leased || !now.Before(s.expires):
+			f.count(func(st *FleetStats) { st.Fallbacks++ })
+			f.log.Warn().Err(err).Str("deployment", s.name).Int64("tpm", s.static.TPM).Int64("rpm", s.static.RPM).
+				Msg("rate limit: the lease store cannot be reached; using the static per-instance share until it can")
 			s.fallback, s.leased = true, false
 			s.lim.Resize(s.static)
 			s.lim.Suspend(time.Time{})
@@ -182,8 +193,9 @@ func (f *Fleet) Renew(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// renew renews one lease, or takes one.
-func (f *Fleet) renew(ctx context.Context, s *share) error {
+// renew renews one lease, or takes one, and returns it. Only a decrease
+// is applied here, before it is saved; the caller applies the rest.
+func (f *Fleet) renew(ctx context.Context, s *share) (Limits, error) {
 	for attempt := range saveAttempts {
 		if attempt > 0 {
 			f.opts.Pause(time.Duration(rand.IntN(20*attempt)+1) * time.Millisecond)
@@ -192,7 +204,7 @@ func (f *Fleet) renew(ctx context.Context, s *share) error {
 		f.count(func(st *FleetStats) { st.Loads++ })
 		if err != nil {
 			f.count(func(st *FleetStats) { st.Failures++ })
-			return fmt.Errorf("rate lease %s: %w", s.name, err)
+			return Limits{}, fmt.Errorf("rate lease %s: %w", s.name, err)
 		}
 		now := f.opts.Clock.Now()
 		pool.tidy(now, f.reuse)
@@ -200,9 +212,6 @@ func (f *Fleet) renew(ctx context.Context, s *share) error {
 			pool.Members = map[string]Lease{}
 		}
 		cur := pool.Members[f.opts.ID] // zero when it expired or is new
-		if s.fallback {
-			cur = Lease{} // what the static share sent is not in the pool
-		}
 		w := want(s.lim.Usage(), s.quota)
 		wants := map[string]float64{f.opts.ID: w}
 		for id, m := range pool.Members {
@@ -224,15 +233,15 @@ func (f *Fleet) renew(ctx context.Context, s *share) error {
 		if next.RPM < cur.RPM && cur.RPM-next.RPM <= max(cur.RPM/20, 1) && cur.RPM <= s.quota.RPM-held.RPM {
 			next.RPM = cur.RPM
 		}
-		// Shrinking is done here before it is saved, and what it gives up
-		// cools as what was admitted against it leaves the window.
+		// What a decrease gives up cools as what was admitted against it
+		// leaves the window.
 		keep := Limits{TPM: min(cur.TPM, next.TPM), RPM: min(cur.RPM, next.RPM)}
 		if keep != (Limits{TPM: cur.TPM, RPM: cur.RPM}) {
 			for _, st := range s.lim.Released(Limits{TPM: cur.TPM, RPM: cur.RPM}, keep) {
 				st.At = st.At.Add(f.opts.Skew)
 				pool.cool(st)
 			}
-			if s.leased {
+			if s.leased && !s.fallback {
 				s.lim.Resize(keep)
 			}
 		}
@@ -245,19 +254,12 @@ func (f *Fleet) renew(ctx context.Context, s *share) error {
 		}
 		if err != nil {
 			f.count(func(st *FleetStats) { st.Failures++ })
-			return fmt.Errorf("rate lease %s: %w", s.name, err)
+			return Limits{}, fmt.Errorf("rate lease %s: %w", s.name, err)
 		}
-		// Growing only now that the pool says so.
 		s.leased, s.expires = true, now.Add(f.opts.TTL)
-		s.lim.Resize(next)
-		if next.TPM <= 0 || next.RPM <= 0 {
-			s.lim.Suspend(now.Add(f.opts.Renew))
-		} else {
-			s.lim.Suspend(time.Time{})
-		}
-		return nil
+		return next, nil
 	}
-	return fmt.Errorf("rate lease %s: %d conflicting saves in a row", s.name, saveAttempts)
+	return Limits{}, fmt.Errorf("rate lease %s: %d conflicting saves in a row", s.name, saveAttempts)
 }
 
 // Release gives every lease back: this process admits nothing more, and
