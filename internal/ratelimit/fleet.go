@@ -75,6 +75,21 @@ type share struct {
 	expires  time.Time
 	leased   bool // holds a lease (else: static or suspended)
 	fallback bool // on the static share since the store failed
+	waited   int64 // the limiter's Stats().Waited at the last renewal
+}
+
+// want is the fraction of the quota the share asks the pool for: all of
+// it when requests had to wait for room since the last renewal (what it
+// would use is not known, only that it is more than it has), else what
+// its window and queue hold, with headroom.
+func (s *share) want() float64 {
+	st := s.lim.Stats()
+	waited := st.Waited > s.waited || st.Queued > 0
+	s.waited = st.Waited
+	if waited {
+		return 1
+	}
+	return want(s.lim.Usage(), s.quota)
 }
 
 // NewFleet shares the quotas (the whole deployments', by name) of the
@@ -212,7 +227,7 @@ func (f *Fleet) renew(ctx context.Context, s *share) (Limits, error) {
 			pool.Members = map[string]Lease{}
 		}
 		cur := pool.Members[f.opts.ID] // zero when it expired or is new
-		w := want(s.lim.Usage(), s.quota)
+		w := s.want()
 		wants := map[string]float64{f.opts.ID: w}
 		for id, m := range pool.Members {
 			if id != f.opts.ID {
