@@ -73,8 +73,8 @@ type share struct {
 	quota    Limits // the whole deployment's
 	static   Limits // the safe share without the store
 	expires  time.Time
-	leased   bool // holds a lease (else: static or suspended)
-	fallback bool // on the static share since the store failed
+	leased   bool  // holds a lease (else: static or suspended)
+	fallback bool  // on the static share since the store failed
 	waited   int64 // the limiter's Stats().Waited at the last renewal
 }
 

@@ -7,7 +7,7 @@ import (
 	"github.com/offpath/offpath/internal/sizing"
 )
 
-// The worked examples of shared/reference/keda-aks-infra.md §4 and the
+// Worked examples of the formulas (see the package documentation) and the
 // defaults committed under infra/.
 func TestCompute(t *testing.T) {
 	t.Parallel()
