@@ -76,20 +76,22 @@ type share struct {
 	leased   bool  // holds a lease (else: static or suspended)
 	fallback bool  // on the static share since the store failed
 	waited   int64 // the limiter's Stats().Waited at the last renewal
+	steady   bool  // the last renewal changed nothing and every lease was its fair part
 }
 
 // want is the fraction of the quota the share asks the pool for: all of
 // it when requests had to wait for room since the last renewal (what it
 // would use is not known, only that it is more than it has), else what
-// its window and queue hold, with headroom.
-func (s *share) want() float64 {
-	st := s.lim.Stats()
+// its window and queue hold, with headroom; and the grain its limit is
+// used in (see Usage.Charge).
+func (s *share) want() (float64, int64) {
+	st, u := s.lim.Stats(), s.lim.Usage()
 	waited := st.Waited > s.waited || st.Queued > 0
 	s.waited = st.Waited
 	if waited {
-		return 1
+		return 1, u.Charge
 	}
-	return want(s.lim.Usage(), s.quota)
+	return want(u, s.quota), u.Charge
 }
 
 // NewFleet shares the quotas (the whole deployments', by name) of the
@@ -145,12 +147,16 @@ func (f *Fleet) count(fn func(s *FleetStats)) {
 	f.mu.Unlock()
 }
 
-// Run renews the leases until ctx ends, then gives them back.
+// Run renews the leases until ctx ends, then gives them back. While every
+// pool is steady (the last renewal changed nothing and every lease was its
+// fair part) it renews half as often, well within the TTL.
 func (f *Fleet) Run(ctx context.Context) {
 	for {
 		wait := f.opts.Renew
 		if f.Renew(ctx) != nil {
 			wait = min(wait, 2*time.Second) // try again soon
+		} else if f.steady() {
+			wait = max(wait, min(2*f.opts.Renew, (f.opts.TTL-f.opts.Skew)*2/3))
 		}
 		wait = time.Duration(float64(wait) * (0.9 + 0.2*rand.Float64()))
 		timer, stop := f.opts.Clock.After(wait)
@@ -164,6 +170,15 @@ func (f *Fleet) Run(ctx context.Context) {
 		case <-timer:
 		}
 	}
+}
+
+func (f *Fleet) steady() bool {
+	for _, s := range f.shares {
+		if !s.steady {
+			return false
+		}
+	}
+	return true
 }
 
 // Renew renews every lease once (a load and a save each, more on
@@ -227,25 +242,36 @@ func (f *Fleet) renew(ctx context.Context, s *share) (Limits, error) {
 			pool.Members = map[string]Lease{}
 		}
 		cur := pool.Members[f.opts.ID] // zero when it expired or is new
-		w := s.want()
+		w, grain := s.want()
 		wants := map[string]float64{f.opts.ID: w}
 		for id, m := range pool.Members {
 			if id != f.opts.ID {
 				wants[id] = m.Want
 			}
 		}
-		target := part(s.quota, fairShares(wants)[f.opts.ID])
+		fair := fairShares(wants)
+		target := part(s.quota, fair[f.opts.ID])
+		// A limit admits whole requests only: a fair part of 7,500 tokens
+		// serves 11 requests of 626 and wastes 614, and sixteen such parts
+		// waste a twelfth of the quota. So the token part is rounded to
+		// whole requests, up when the pool has the room (the first to renew
+		// get the odd request), down otherwise.
+		tokTarget := target.TPM
+		if up := (tokTarget + grain - 1) / grain * grain; up > tokTarget {
+			tokTarget = up
+		}
 		held := pool.held(f.opts.ID)
-		next := Limits{
-			TPM: max(0, min(target.TPM, s.quota.TPM-held.TPM)),
-			RPM: max(0, min(target.RPM, s.quota.RPM-held.RPM)),
+		free := Limits{TPM: max(0, s.quota.TPM-held.TPM), RPM: max(0, s.quota.RPM-held.RPM)}
+		next := Limits{TPM: min(tokTarget, free.TPM), RPM: min(target.RPM, free.RPM)}
+		if whole := next.TPM / grain * grain; whole > 0 && whole < next.TPM && next.TPM < tokTarget {
+			next.TPM = whole
 		}
 		// A small decrease is not worth the cooling it costs (wants move a
 		// little at every renewal); the lease still fits beside the others.
-		if next.TPM < cur.TPM && cur.TPM-next.TPM <= cur.TPM/20 && cur.TPM <= s.quota.TPM-held.TPM {
+		if next.TPM < cur.TPM && (cur.TPM <= tokTarget || cur.TPM-next.TPM <= cur.TPM/20) && cur.TPM <= free.TPM {
 			next.TPM = cur.TPM
 		}
-		if next.RPM < cur.RPM && cur.RPM-next.RPM <= max(cur.RPM/20, 1) && cur.RPM <= s.quota.RPM-held.RPM {
+		if next.RPM < cur.RPM && cur.RPM-next.RPM <= max(cur.RPM/20, 1) && cur.RPM <= free.RPM {
 			next.RPM = cur.RPM
 		}
 		// What a decrease gives up cools as what was admitted against it
@@ -272,6 +298,12 @@ func (f *Fleet) renew(ctx context.Context, s *share) (Limits, error) {
 			return Limits{}, fmt.Errorf("rate lease %s: %w", s.name, err)
 		}
 		s.leased, s.expires = true, now.Add(f.opts.TTL)
+		s.steady = next == (Limits{TPM: cur.TPM, RPM: cur.RPM}) && len(pool.Cooling) == 0
+		for id, m := range pool.Members {
+			if id != f.opts.ID && m.TPM < part(s.quota, fair[id]).TPM*9/10 {
+				s.steady = false // another waits for its part
+			}
+		}
 		return next, nil
 	}
 	return Limits{}, fmt.Errorf("rate lease %s: %d conflicting saves in a row", s.name, saveAttempts)

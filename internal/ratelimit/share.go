@@ -31,6 +31,9 @@ func Unknown() Signal { return Signal{RemainingTokens: -1, RemainingRequests: -1
 type Usage struct {
 	Tokens, Requests             int64
 	QueuedTokens, QueuedRequests int64
+	// Charge is the next request's charge (the head waiter's, else the
+	// last admitted, else 1): the grain a limit is used in.
+	Charge int64
 }
 
 // Step is a part of a limit given up that others may use from At on.
@@ -112,7 +115,7 @@ func (l *Limiter) Usage() Usage {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.expire(l.clock.Now())
-	u := Usage{Tokens: l.wins[0].tokens, Requests: l.wins[0].reqs, QueuedRequests: int64(len(l.queue))}
+	u := Usage{Tokens: l.wins[0].tokens, Requests: l.wins[0].reqs, QueuedRequests: int64(len(l.queue)), Charge: max(l.nextCharge(), 1)}
 	for _, w := range l.queue {
 		u.QueuedTokens += w.tokens
 	}
