@@ -73,10 +73,11 @@
 // quota, however many of them run. Each deployment has one pool record in
 // a LeaseStore (a Table Storage row), changed only by ETag-guarded writes.
 // A process leases a part of the quota (tokens and requests per minute)
-// and resizes its limiter to it; every Renew interval (10 s) it loads the
-// record and saves its renewed lease: two storage operations per process
-// per renewal, whatever the number of model calls, so storage is never on
-// a call's path.
+// and resizes its limiter to it; every Renew interval (10 s; 20 s while
+// nothing changes and every lease is its fair part) it loads the record
+// and saves its renewed lease: two storage operations per process per
+// renewal, whatever the number of model calls, so storage is never on a
+// call's path.
 //
 // The split is max-min fair by what each process wants: a process whose
 // requests waited for room wants the whole quota, one that did not wants
@@ -84,7 +85,11 @@
 // idle or lightly loaded instance gets what it uses, and the busy ones
 // split the rest equally; a pod working through a large document cannot
 // starve instances with small ones, which get an equal part as soon as
-// they have to wait. What nobody wants is split equally as headroom.
+// they have to wait. What nobody wants is split equally as headroom. A
+// limit admits whole requests only, so a process's token part is rounded
+// to whole requests of its current charge: up when the pool has the room,
+// down otherwise (sixteen parts of 7,500 tokens serving 11 requests of 626
+// would otherwise waste a twelfth of the quota).
 //
 // The invariant is that the parts given out, plus those still cooling,
 // never exceed the quota, in any window:
