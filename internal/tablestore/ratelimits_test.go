@@ -360,3 +360,46 @@ func TestFleet_WithoutTheStoreTheStaticShareSaidOnce(t *testing.T) {
 		t.Errorf("the store's return was not logged:\n%s", logs.String())
 	}
 }
+
+// waitFor polls cond (an event in another goroutine) for up to ten seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestFleet_RunRenewsHalfAsOftenWhileSteadyAndGivesBackAtTheEnd(t *testing.T) {
+	t.Parallel()
+	clock := ratelimittest.NewManualClock(time.Now().Truncate(time.Second))
+	store := tablestore.NewRateLimits(service(t), tableName(t, "rl"))
+	a := newInstance(t, store, "a", clock, ratelimit.Limits{}, zerolog.Nop())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); a.fleet.Run(ctx) }()
+	saves := func(n int64) func() bool {
+		return func() bool { return a.fleet.Stats().Saves == n && clock.Pending() == 1 }
+	}
+
+	waitFor(t, "the first renewal and its timer", saves(1))  // took the quota: a change
+	clock.Advance(ratelimit.DefaultRenew * 11 / 10)          // at most 10 s + 10% later
+	waitFor(t, "the second renewal and its timer", saves(2)) // nothing changed: steady
+	clock.Advance(ratelimit.DefaultRenew * 12 / 10)
+	if n := clock.Pending(); n != 1 {
+		t.Fatalf("a steady fleet renewed within 12 s (%d timers pending)", n)
+	}
+	clock.Advance(ratelimit.DefaultRenew)                   // 22 s: past 2/3 of the TTL + 10%
+	waitFor(t, "the third renewal and its timer", saves(3)) // still steady
+	cancel()
+	<-done
+	if s := a.fleet.Stats(); s.Saves != 4 {
+		t.Errorf("stats %+v after Run ended, want the lease given back (a fourth save)", s)
+	}
+	if _, _, members := pooled(t, store); members != 0 {
+		t.Errorf("%d members in the pool after Run ended, want none", members)
+	}
+}
