@@ -403,3 +403,41 @@ func TestFleet_RunRenewsHalfAsOftenWhileSteadyAndGivesBackAtTheEnd(t *testing.T)
 		t.Errorf("%d members in the pool after Run ended, want none", members)
 	}
 }
+
+func TestFleet_AHeavyInstanceCannotStarveALightOne(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := ratelimittest.NewManualClock(time.Now().Truncate(time.Second))
+	store := tablestore.NewRateLimits(service(t), tableName(t, "rl"))
+	heavy := newInstance(t, store, "heavy", clock, ratelimit.Limits{}, zerolog.Nop())
+	light := newInstance(t, store, "light", clock, ratelimit.Limits{}, zerolog.Nop())
+	heavy.renew(t) // first in: the whole quota
+	if err := heavy.lim.Wait(ctx, leaseQuota.TPM); err != nil {
+		t.Fatal(err)
+	}
+	heavyNext := make(chan error, 1) // a large document's next batch: waits for the window
+	go func() { heavyNext <- heavy.lim.Wait(ctx, 8000) }()
+	light.renew(t)
+	lightCall := make(chan error, 1) // a small document's one call
+	go func() { lightCall <- light.lim.Wait(ctx, 600) }()
+	waitFor(t, "both waiting", func() bool { return heavy.lim.Stats().Queued == 1 && light.lim.Stats().Queued == 1 })
+
+	// A window and a renewal later, the light instance's call has gone.
+	for elapsed := time.Duration(0); elapsed < time.Minute+ratelimit.DefaultRenew; elapsed += ratelimit.DefaultRenew / 2 {
+		clock.Advance(ratelimit.DefaultRenew / 2)
+		light.renew(t)
+		heavy.renew(t)
+	}
+	select {
+	case err := <-lightCall:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the light instance's call still waits a window after the heavy one filled it: light %+v, heavy %+v", light.lim.Limits(), heavy.lim.Limits())
+	}
+	lim, got := light.lim.Limits(), heavy.lim.Limits()
+	if got.TPM+lim.TPM > leaseQuota.TPM {
+		t.Errorf("heavy %+v and light %+v hold more than the quota", got, lim)
+	}
+}
