@@ -55,7 +55,6 @@ type FleetStats struct {
 // (see the package documentation): it leases this process's part from a
 // LeaseStore and resizes the Set's limiters to it.
 type Fleet struct {
-	set    *Set
 	store  LeaseStore
 	opts   FleetOptions
 	reuse  time.Duration // a limiter's window plus the skew
@@ -116,7 +115,7 @@ func NewFleet(set *Set, quotas, static map[string]Limits, store LeaseStore, opts
 	if opts.TTL <= opts.Renew {
 		return nil, fmt.Errorf("rate leases: ttl %v must be longer than the renewal interval %v", opts.TTL, opts.Renew)
 	}
-	f := &Fleet{set: set, store: store, opts: opts, log: logger.With().Str("component", "ratelimit").Str("instance", opts.ID).Logger()}
+	f := &Fleet{store: store, opts: opts, log: logger.With().Str("component", "ratelimit").Str("instance", opts.ID).Logger()}
 	now := opts.Clock.Now()
 	for _, name := range slices.Sorted(maps.Keys(quotas)) {
 		q := quotas[name]
