@@ -24,6 +24,9 @@ const (
 // saveAttempts bounds one renewal's optimistic-concurrency retries.
 const saveAttempts = 8
 
+// minWake is the least time between two renewals (see Run).
+const minWake = 2 * time.Second
+
 // FleetOptions tune a Fleet. Zero fields take the defaults.
 type FleetOptions struct {
 	// ID names this process in the pools; unique per process (a random
@@ -72,10 +75,11 @@ type share struct {
 	quota    Limits // the whole deployment's
 	static   Limits // the safe share without the store
 	expires  time.Time
-	leased   bool  // holds a lease (else: static or suspended)
-	fallback bool  // on the static share since the store failed
-	waited   int64 // the limiter's Stats().Waited at the last renewal
-	steady   bool  // the last renewal changed nothing and every lease was its fair part
+	leased   bool      // holds a lease (else: static or suspended)
+	fallback bool      // on the static share since the store failed
+	waited   int64     // the limiter's Stats().Waited at the last renewal
+	steady   bool      // the last renewal changed nothing and every lease was its fair part
+	wake     time.Time // when a part it wants stops cooling (zero: none)
 }
 
 // want is the fraction of the quota the share asks the pool for: all of
@@ -148,7 +152,8 @@ func (f *Fleet) count(fn func(s *FleetStats)) {
 
 // Run renews the leases until ctx ends, then gives them back. While every
 // pool is steady (the last renewal changed nothing and every lease was its
-// fair part) it renews half as often, well within the TTL.
+// fair part) it renews half as often, well within the TTL; while a part
+// it wants is cooling, it renews when that part is free.
 func (f *Fleet) Run(ctx context.Context) {
 	for {
 		wait := f.opts.Renew
@@ -158,6 +163,13 @@ func (f *Fleet) Run(ctx context.Context) {
 			wait = max(wait, min(2*f.opts.Renew, (f.opts.TTL-f.opts.Skew)*2/3))
 		}
 		wait = time.Duration(float64(wait) * (0.9 + 0.2*rand.Float64()))
+		// A part this process wants that stops cooling sooner is taken then.
+		now := f.opts.Clock.Now()
+		for _, s := range f.shares {
+			if d := s.wake.Sub(now); !s.wake.IsZero() && d < wait {
+				wait = max(d, minWake)
+			}
+		}
 		timer, stop := f.opts.Clock.After(wait)
 		select {
 		case <-ctx.Done():
@@ -297,6 +309,15 @@ func (f *Fleet) renew(ctx context.Context, s *share) (Limits, error) {
 			return Limits{}, fmt.Errorf("rate lease %s: %w", s.name, err)
 		}
 		s.leased, s.expires = true, now.Add(f.opts.TTL)
+		s.wake = time.Time{}
+		if next.TPM < tokTarget || next.RPM < target.RPM {
+			for _, c := range pool.Cooling { // sorted by time
+				if c.At.After(now) {
+					s.wake = c.At
+					break
+				}
+			}
+		}
 		s.steady = next == (Limits{TPM: cur.TPM, RPM: cur.RPM}) && len(pool.Cooling) == 0
 		for id, m := range pool.Members {
 			if id != f.opts.ID && m.TPM < part(s.quota, fair[id]).TPM*9/10 {
