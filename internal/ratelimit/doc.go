@@ -74,10 +74,11 @@
 // a LeaseStore (a Table Storage row), changed only by ETag-guarded writes.
 // A process leases a part of the quota (tokens and requests per minute)
 // and resizes its limiter to it; every Renew interval (10 s; 20 s while
-// nothing changes and every lease is its fair part) it loads the record
-// and saves its renewed lease: two storage operations per process per
-// renewal, whatever the number of model calls, so storage is never on a
-// call's path.
+// nothing changes and every lease is its fair part; as soon as a part it
+// waits for stops cooling, but not within 2 s of the last) it loads the
+// record and saves its renewed lease: two storage operations per process
+// per renewal, whatever the number of model calls, so storage is never on
+// a call's path.
 //
 // The split is max-min fair by what each process wants: a process whose
 // requests waited for room wants the whole quota, one that did not wants

@@ -310,7 +310,7 @@ func (f *Fleet) renew(ctx context.Context, s *share) (Limits, error) {
 		}
 		s.leased, s.expires = true, now.Add(f.opts.TTL)
 		s.wake = time.Time{}
-		if next.TPM < tokTarget || next.RPM < target.RPM {
+		if next.TPM+grain < tokTarget || next.RPM+1 < target.RPM { // short of more than a request
 			for _, c := range pool.Cooling { // sorted by time
 				if c.At.After(now) {
 					s.wake = c.At
