@@ -75,6 +75,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench Night -benchtime 2x -timeout 30m ./internal/nightly/
 	$(GO) test -run '^$$' -bench Pipeline -benchtime 3x ./internal/extract/
 	$(GO) test -run '^$$' -bench QuotaAdherence -benchtime 1x ./internal/llm/
+	$(GO) test -run '^$$' -bench FleetQuota -benchtime 1x -timeout 20m ./internal/llm/
 	$(GO) test -run '^$$' -bench Client -benchtime 3s ./internal/llm/
 	$(GO) test -run '^$$' -bench Upload150MB -benchtime 1x -count 2 ./internal/openaiapi/
 	$(GO) test -run '^$$' -bench SubmitAdmit100k -benchtime 2x -timeout 20m ./internal/batch/

@@ -17,6 +17,7 @@ import (
 	"github.com/offpath/offpath/internal/invoke"
 	"github.com/offpath/offpath/internal/llm"
 	"github.com/offpath/offpath/internal/ratelimit"
+	"github.com/offpath/offpath/internal/tablestore"
 )
 
 // registerIngest registers the queue path's functions. When the queue path
@@ -25,16 +26,19 @@ import (
 // documents wait in the queue (and eventually the dead-letter queue)
 // rather than being lost; the reason is also logged at start-up. Their
 // undecodable invocations are rejected before that, like any other's.
-func registerIngest(mux *invoke.Mux, cfg config.Handler, t tenancy, logger zerolog.Logger) error {
+//
+// The *ratelimit.Fleet it returns (nil when the quota is not shared) must
+// run for as long as invocations may call the models.
+func registerIngest(mux *invoke.Mux, cfg config.Handler, t tenancy, logger zerolog.Logger) (*ratelimit.Fleet, error) {
 	var enqueue, process, heavy invoke.Func
-	enq, proc, err := newIngest(cfg, t, logger)
+	enq, proc, fleet, err := newIngest(cfg, t, logger)
 	switch {
 	case errors.Is(err, errIngestOff):
 		logger.Warn().Err(err).Msg("the queue path is not configured: the ingest functions fail until it is")
 		off := func(context.Context, *invoke.Request) (invoke.Result, error) { return invoke.Result{}, err }
 		enqueue, process, heavy = off, off, off
 	case err != nil:
-		return fmt.Errorf("queue path: %w", err)
+		return nil, fmt.Errorf("queue path: %w", err)
 	default:
 		policy := enq.Rules().Policy()
 		enqueue = ingest.EnqueueFunc(enq)
@@ -44,34 +48,39 @@ func registerIngest(mux *invoke.Mux, cfg config.Handler, t tenancy, logger zerol
 	mux.HandleTrigger(ingest.EnqueueFunction, invoke.BlobTrigger, ingest.BlobBinding, enqueue)             // blob: incoming/{name}
 	mux.HandleTrigger(ingest.ProcessFunction, invoke.ServiceBusTrigger, ingest.MessageBinding, process)    // Service Bus: doc-ingest
 	mux.HandleTrigger(ingest.ProcessHeavyFunction, invoke.ServiceBusTrigger, ingest.MessageBinding, heavy) // Service Bus: doc-ingest-heavy (AKS)
-	return nil
+	return fleet, nil
 }
 
 // errIngestOff marks a queue path that is not configured.
 var errIngestOff = errors.New("queue path not configured")
 
-// newIngest builds the enqueuer and the processor. It does no I/O.
-func newIngest(cfg config.Handler, t tenancy, logger zerolog.Logger) (*ingest.Enqueuer, *ingest.Processor, error) {
+// newIngest builds the enqueuer, the processor and the fleet's shared
+// quota (nil when not shared). It does no I/O.
+func newIngest(cfg config.Handler, t tenancy, logger zerolog.Logger) (*ingest.Enqueuer, *ingest.Processor, *ratelimit.Fleet, error) {
 	in := cfg.Ingest
 	if in.AOAI == nil {
-		return nil, nil, fmt.Errorf("%w: OFFPATH_AOAI_ENDPOINT is not set", errIngestOff)
+		return nil, nil, nil, fmt.Errorf("%w: OFFPATH_AOAI_ENDPOINT is not set", errIngestOff)
 	}
 	alias, ok := cfg.Catalog.Alias(in.Alias)
 	if !ok || alias.Queue == nil || alias.Embedding == nil {
-		return nil, nil, fmt.Errorf("%w: the model catalog (%s) has no alias %q with a queue and an embedding deployment", errIngestOff, cfg.ModelsSource, in.Alias)
+		return nil, nil, nil, fmt.Errorf("%w: the model catalog (%s) has no alias %q with a queue and an embedding deployment", errIngestOff, cfg.ModelsSource, in.Alias)
 	}
 	blobs, err := ingestBlobClient(cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	store := docblob.New(blobs, claimcheck.DefaultContainer, ingest.DefaultResultsContainer, 0)
 	rules, err := claimcheck.NewRules(claimcheck.Policy{AccountURL: store.AccountURL(), MaxDocumentBytes: in.MaxDocumentBytes, HeavyThreshold: in.HeavyThreshold})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	models, limits, err := newModels(in.AOAI, alias.Queue.Name, logger)
+	tables, err := tableService(cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	models, limits, fleet, err := newModels(in.AOAI, alias.Queue.Name, tablestore.NewRateLimits(tables, ""), logger)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	o := ingest.Options{
 		Rules: rules, Catalog: cfg.Catalog, Alias: in.Alias, Tenants: t.tenants,
@@ -80,47 +89,61 @@ func newIngest(cfg config.Handler, t tenancy, logger zerolog.Logger) (*ingest.En
 	}
 	enq, err := ingest.NewEnqueuer(o)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	proc, err := ingest.NewProcessor(o)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	logger.Info().Str("alias", in.Alias).Str("chat", alias.Queue.Name).Str("embedding", alias.Embedding.Name).
-		Interface("limits", limits).Dur("budget", in.Budget).Int64("heavy_threshold", in.HeavyThreshold).
+		Interface("limits", limits).Bool("shared_quota", fleet != nil).Dur("budget", in.Budget).Int64("heavy_threshold", in.HeavyThreshold).
 		Int64("max_document_bytes", in.MaxDocumentBytes).Msg("queue path ready")
-	return enq, proc, nil
+	return enq, proc, fleet, nil
 }
 
 // newModels builds the model client and its per-deployment rate limiter
-// (shared by every invocation of this process).
-func newModels(a *config.AOAI, chat string, logger zerolog.Logger) (*llm.Client, map[string]ratelimit.Limits, error) {
-	limits := map[string]ratelimit.Limits{}
+// (shared by every invocation of this process), and, when the quota is
+// shared, the fleet that leases this instance's part of it from leases.
+// limits are the static per-instance shares.
+func newModels(a *config.AOAI, chat string, leases ratelimit.LeaseStore, logger zerolog.Logger) (*llm.Client, map[string]ratelimit.Limits, *ratelimit.Fleet, error) {
+	limits, quotas := map[string]ratelimit.Limits{}, map[string]ratelimit.Limits{}
 	for name, l := range a.Limits {
 		limits[name] = ratelimit.Limits{TPM: l.TPM, RPM: l.RPM}
+	}
+	for name, q := range a.Quotas {
+		if q.TPM > 0 && q.RPM > 0 {
+			quotas[name] = ratelimit.Limits{TPM: q.TPM, RPM: q.RPM}
+		}
 	}
 	if a.ChatTPM > 0 || a.ChatRPM > 0 {
 		limits[chat] = ratelimit.Limits{TPM: a.ChatTPM, RPM: a.ChatRPM}
 	}
 	var limiter llm.Limiter
+	var fleet *ratelimit.Fleet
 	if len(limits) > 0 {
 		set, err := ratelimit.NewSet(limits, ratelimit.Options{})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		limiter = set
+		if a.SharedQuota && len(quotas) > 0 {
+			fleet, err = ratelimit.NewFleet(set, quotas, limits, leases, ratelimit.FleetOptions{Renew: a.LeaseRenew, TTL: a.LeaseTTL}, logger)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+		}
 	}
 	c := llm.Config{Endpoint: a.Endpoint, APIVersion: a.APIVersion, APIKey: a.APIKey, AllowHTTP: true,
 		MaxAttempts: a.MaxAttempts, BaseBackoff: a.BaseBackoff, MaxBackoff: a.MaxBackoff}
 	if c.APIKey == "" {
 		cred, err := credential(a.ClientID)
 		if err != nil {
-			return nil, nil, fmt.Errorf("azure openai credential: %w", err)
+			return nil, nil, nil, fmt.Errorf("azure openai credential: %w", err)
 		}
 		c.Credential = cred
 	}
 	client, err := llm.New(c, limiter, logger)
-	return client, limits, err
+	return client, limits, fleet, err
 }
 
 // ingestBlobClient reaches the documents the way the tables are reached:

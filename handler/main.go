@@ -83,9 +83,21 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	mux.HandleTrigger("report-deadline", invoke.TimerTrigger, timerBinding, checkReportDeadline(batches)) // timer: functions/report-deadline
 	mux.HandleTrigger("batch-audit", invoke.TimerTrigger, timerBinding, runAudit(batches))                // timer: functions/batch-audit
 	mux.HandleTrigger("webhook-deliver", invoke.TimerTrigger, timerBinding, deliverWebhooks(batches))     // timer: functions/webhook-deliver
-	if err := registerIngest(mux, cfg, tenancy, logger); err != nil {
+	fleet, err := registerIngest(mux, cfg, tenancy, logger)
+	if err != nil {
 		return err
 	}
+	// The shared quota's leases outlive the server: in-flight invocations
+	// keep calling the models until Shutdown returns; then they are given back.
+	leaseCtx, stopLeases := context.WithCancel(context.WithoutCancel(ctx))
+	leasesDone := make(chan struct{})
+	go func() {
+		defer close(leasesDone)
+		if fleet != nil {
+			fleet.Run(leaseCtx)
+		}
+	}()
+	defer func() { stopLeases(); <-leasesDone }()
 
 	srv := &http.Server{
 		Handler: mux,

@@ -105,6 +105,14 @@ param publicNetworkAccess string = 'Enabled'
 // are the deployment names in models.json.
 var modelDeployments = loadJsonContent('model-deployments.json')
 
+// The online deployments' whole quotas (OFFPATH_AOAI_LIMITS): every running
+// instance of the Function App and of the AKS workers shares them through
+// leases in Table Storage, however many run.
+var aoaiQuotas = string(toObject(filter(modelDeployments, d => d.use == 'queue'), d => d.name, d => {
+  tpm: d.capacity * 1000
+  rpm: d.capacity * d.rpmPerThousandTpm
+}))
+
 var token = toLower(uniqueString(subscription().id, environmentName, location))
 var tags = {
   'azd-env-name': environmentName
@@ -265,6 +273,7 @@ module functionApp 'modules/functionapp.bicep' = {
     serviceBusMaxConcurrentCalls: serviceBusMaxConcurrentCalls
     aoaiTokensPerMinutePerInstance: aoaiTokensPerMinutePerInstance
     aoaiRequestsPerMinutePerInstance: aoaiRequestsPerMinutePerInstance
+    aoaiQuotas: aoaiQuotas
     adminKeySha256: adminKeySha256
     entraIssuers: entraIssuers
     entraAudiences: entraAudiences
@@ -307,6 +316,7 @@ output OFFPATH_TABLE_SERVICE_URI string = storage.outputs.tableServiceUri
 output OFFPATH_SERVICEBUS_NAMESPACE string = serviceBus.outputs.name
 output OFFPATH_SERVICEBUS_FQDN string = serviceBus.outputs.fullyQualifiedNamespace
 output OFFPATH_AOAI_ENDPOINT string = openAI.outputs.endpoint
+output OFFPATH_AOAI_LIMITS string = aoaiQuotas
 output OFFPATH_APP_CLIENT_ID string = identity.outputs.appClientId
 output OFFPATH_KEDA_CLIENT_ID string = identity.outputs.kedaClientId
 output OFFPATH_WORKER_NAMESPACE string = workerNamespace

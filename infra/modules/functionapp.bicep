@@ -30,6 +30,8 @@ param appInsightsConnectionString string
 param serviceBusMaxConcurrentCalls int
 param aoaiTokensPerMinutePerInstance int
 param aoaiRequestsPerMinutePerInstance int
+@description('The online deployments\' whole quotas as JSON {"deployment": {"tpm": N, "rpm": N}}, shared by every running instance.')
+param aoaiQuotas string
 
 @description('SHA-256 (hex) of the admin API key; empty: the admin API refuses every request.')
 param adminKeySha256 string = ''
@@ -102,8 +104,14 @@ var flexAppSettings = {
   // Tenant webhooks are found and delivered every 30 seconds, in their own
   // function, never in the poll tick.
   OFFPATH_WEBHOOK_SCHEDULE: '*/30 * * * * *'
+  // The deployments' whole quotas, shared by every running instance (and
+  // the AKS workers) through leases in Table Storage; the most instances
+  // that may run, which divides them for the static fallback share.
+  OFFPATH_AOAI_LIMITS: aoaiQuotas
+  OFFPATH_AOAI_INSTANCES: string(maximumInstanceCount)
   // Sizing (written by `offpath sizing`): messages in flight per instance,
-  // and the share of the deployment's quota one instance may spend.
+  // and the static share of the chat deployment's quota one instance falls
+  // back to while the lease store cannot be reached.
   AzureFunctionsJobHost__extensions__serviceBus__maxConcurrentCalls: string(serviceBusMaxConcurrentCalls)
   OFFPATH_AOAI_TPM_BUDGET: string(aoaiTokensPerMinutePerInstance)
   OFFPATH_AOAI_RPM_BUDGET: string(aoaiRequestsPerMinutePerInstance)

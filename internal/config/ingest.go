@@ -63,13 +63,27 @@ type AOAI struct {
 	MaxAttempts int           `json:"max_attempts,omitempty"`
 	BaseBackoff time.Duration `json:"base_backoff,omitempty"`
 	MaxBackoff  time.Duration `json:"max_backoff,omitempty"`
-	// Limits are each deployment's per-instance budget for the rate
-	// limiter, tokens and requests per minute. From OFFPATH_AOAI_LIMITS
-	// (JSON {"deployment": {"tpm": N, "rpm": N}}, the deployments' whole
-	// quotas) divided by OFFPATH_AOAI_INSTANCES (the planned instance
-	// count, default 1); OFFPATH_AOAI_TPM_BUDGET and OFFPATH_AOAI_RPM_BUDGET
-	// (already per instance, written by `offpath sizing`) set the budget of
-	// the ingestion alias's chat deployment. No limits: no limiter.
+	// Quotas are the deployments' whole quotas, tokens and requests per
+	// minute, from OFFPATH_AOAI_LIMITS (JSON {"deployment": {"tpm": N,
+	// "rpm": N}}). With SharedQuota every running instance of both pools
+	// shares them through leases in Table Storage (package ratelimit).
+	Quotas map[string]Limit `json:"quotas,omitempty"`
+	// SharedQuota is OFFPATH_AOAI_SHARED_QUOTA (default true): share the
+	// Quotas with the fleet. false: each instance keeps its static share.
+	SharedQuota bool `json:"shared_quota"`
+	// LeaseRenew and LeaseTTL are OFFPATH_AOAI_LEASE_RENEW and
+	// OFFPATH_AOAI_LEASE_TTL (0: package ratelimit's 10 s and 30 s): how
+	// often an instance renews its part of a shared quota, and how long an
+	// unrenewed part lasts.
+	LeaseRenew time.Duration `json:"lease_renew,omitempty"`
+	LeaseTTL   time.Duration `json:"lease_ttl,omitempty"`
+	// Limits are each deployment's static per-instance share: the limiter's
+	// budget when the quota is not shared, and the safe fallback while the
+	// lease store cannot be reached when it is. The Quotas divided by
+	// OFFPATH_AOAI_INSTANCES (the most instances that may run, default 1);
+	// OFFPATH_AOAI_TPM_BUDGET and OFFPATH_AOAI_RPM_BUDGET (already per
+	// instance, written by `offpath sizing`) set the share of the ingestion
+	// alias's chat deployment. No limits: no limiter.
 	Limits map[string]Limit `json:"limits,omitempty"`
 	// Instances is OFFPATH_AOAI_INSTANCES.
 	Instances int `json:"instances"`
@@ -197,15 +211,40 @@ func loadAOAI(getenv func(string) string, endpoint string) (*AOAI, []error) {
 		if err := json.Unmarshal([]byte(v), &quotas); err != nil {
 			errs = append(errs, fmt.Errorf(`OFFPATH_AOAI_LIMITS: want {"deployment": {"tpm": N, "rpm": N}}: %w`, err))
 		}
-		a.Limits = map[string]Limit{}
+		a.Limits, a.Quotas = map[string]Limit{}, map[string]Limit{}
 		for _, name := range slices.Sorted(maps.Keys(quotas)) {
 			q := quotas[name]
 			if q.TPM < 0 || q.RPM < 0 {
 				errs = append(errs, fmt.Errorf("OFFPATH_AOAI_LIMITS %s: negative limit", name))
 				continue
 			}
+			a.Quotas[name] = q
 			a.Limits[name] = Limit{TPM: share(q.TPM, a.Instances), RPM: share(q.RPM, a.Instances)}
 		}
+	}
+	a.SharedQuota = true
+	if v := getenv("OFFPATH_AOAI_SHARED_QUOTA"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("OFFPATH_AOAI_SHARED_QUOTA %q: must be true or false", v))
+		}
+		a.SharedQuota = b
+	}
+	for _, d := range []struct {
+		name string
+		dst  *time.Duration
+	}{{"OFFPATH_AOAI_LEASE_RENEW", &a.LeaseRenew}, {"OFFPATH_AOAI_LEASE_TTL", &a.LeaseTTL}} {
+		if s := getenv(d.name); s != "" {
+			v, err := time.ParseDuration(s)
+			if err != nil || v < time.Second || v > 10*time.Minute {
+				errs = append(errs, fmt.Errorf("%s %q: must be a duration within 1s..10m", d.name, s))
+				continue
+			}
+			*d.dst = v
+		}
+	}
+	if renew, ttl := cmp.Or(a.LeaseRenew, 10*time.Second), cmp.Or(a.LeaseTTL, 30*time.Second); ttl <= renew {
+		errs = append(errs, fmt.Errorf("OFFPATH_AOAI_LEASE_TTL %v must be longer than OFFPATH_AOAI_LEASE_RENEW %v", ttl, renew))
 	}
 	for _, s := range []struct {
 		name string

@@ -45,9 +45,13 @@ func TestLoadHandler_Ingest(t *testing.T) {
 			"OFFPATH_AOAI_ENDPOINT", "http://127.0.0.1:4141/", "OFFPATH_AOAI_API_KEY", "k", "OFFPATH_AOAI_MAX_ATTEMPTS", "3",
 			"OFFPATH_AOAI_BASE_BACKOFF", "100ms", "OFFPATH_AOAI_INSTANCES", "4",
 			"OFFPATH_AOAI_LIMITS", `{"gpt-4o-mini":{"tpm":400000,"rpm":2400},"emb":{"tpm":10}}`,
-			"OFFPATH_AOAI_TPM_BUDGET", "4000", "OFFPATH_AOAI_RPM_BUDGET", "24"), host,
+			"OFFPATH_AOAI_TPM_BUDGET", "4000", "OFFPATH_AOAI_RPM_BUDGET", "24",
+			"OFFPATH_AOAI_LEASE_RENEW", "5s", "OFFPATH_AOAI_LEASE_TTL", "20s"), host,
 			func(t *testing.T, in config.Ingest) {
 				a := in.AOAI
+				if a.Quotas["gpt-4o-mini"] != (config.Limit{TPM: 400_000, RPM: 2400}) || !a.SharedQuota || a.LeaseRenew != 5*time.Second || a.LeaseTTL != 20*time.Second {
+					t.Errorf("shared quota: got %+v", a)
+				}
 				if in.Alias != "kb" || in.MaxDocumentBytes != 1000 || in.HeavyThreshold != 500 || in.ChunkTokens != 256 || in.ChunkOverlap != 32 || a == nil ||
 					a.Endpoint != "http://127.0.0.1:4141" || a.MaxAttempts != 3 || a.BaseBackoff != 100*time.Millisecond ||
 					a.Limits["gpt-4o-mini"] != (config.Limit{TPM: 100_000, RPM: 600}) || a.Limits["emb"] != (config.Limit{TPM: 2}) ||
@@ -58,6 +62,15 @@ func TestLoadHandler_Ingest(t *testing.T) {
 		{"bad values", with("OFFPATH_INGEST_MAX_BYTES", "-1", "OFFPATH_INGEST_CHUNK_TOKENS", "9000", "OFFPATH_AOAI_ENDPOINT", "http://127.0.0.1:1",
 			"OFFPATH_AOAI_LIMITS", "tpm=5", "OFFPATH_AOAI_MAX_ATTEMPTS", "0", "OFFPATH_AOAI_TPM_BUDGET", "lots"), host, nil,
 			[]string{"OFFPATH_INGEST_MAX_BYTES", "OFFPATH_INGEST_CHUNK_TOKENS", "OFFPATH_AOAI_LIMITS", "OFFPATH_AOAI_MAX_ATTEMPTS", "OFFPATH_AOAI_TPM_BUDGET", "OFFPATH_AOAI_API_KEY is needed"}},
+		{"the quota kept per instance", with("OFFPATH_AOAI_ENDPOINT", "http://127.0.0.1:4141", "OFFPATH_AOAI_API_KEY", "k", "OFFPATH_AOAI_SHARED_QUOTA", "false"), host,
+			func(t *testing.T, in config.Ingest) {
+				if in.AOAI == nil || in.AOAI.SharedQuota {
+					t.Errorf("got %+v", in.AOAI)
+				}
+			}, nil},
+		{"bad lease settings", with("OFFPATH_AOAI_ENDPOINT", "http://127.0.0.1:4141", "OFFPATH_AOAI_API_KEY", "k", "OFFPATH_AOAI_SHARED_QUOTA", "sometimes",
+			"OFFPATH_AOAI_LEASE_RENEW", "40s", "OFFPATH_AOAI_LEASE_TTL", "1ms"), host, nil,
+			[]string{"OFFPATH_AOAI_SHARED_QUOTA", "OFFPATH_AOAI_LEASE_TTL \"1ms\"", "must be longer than OFFPATH_AOAI_LEASE_RENEW"}},
 		{"identity without a blob endpoint", map[string]string{"FUNCTIONS_CUSTOMHANDLER_PORT": "1", "AzureWebJobsStorage__tableServiceUri": "https://a.table.core.windows.net",
 			"OFFPATH_AOAI_ENDPOINT": "https://r.openai.azure.com"}, host, nil, []string{"__blobServiceUri or __accountName is needed for the documents"}},
 		{"identity with a blob endpoint", map[string]string{"FUNCTIONS_CUSTOMHANDLER_PORT": "1", "AzureWebJobsStorage__tableServiceUri": "https://a.table.core.windows.net",

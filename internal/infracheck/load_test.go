@@ -50,6 +50,7 @@ func fakeEnv(name string) (string, bool) {
 		"OFFPATH_SERVICEBUS_NAMESPACE":          "sb-offpath-test",
 		"OFFPATH_SERVICEBUS_FQDN":               "sb-offpath-test.servicebus.windows.net",
 		"OFFPATH_AOAI_ENDPOINT":                 "https://oai-offpath-test.openai.azure.com",
+		"OFFPATH_AOAI_LIMITS":                   `{"gpt-4o-mini":{"rpm":3000,"tpm":500000}}`,
 		"APPLICATIONINSIGHTS_CONNECTION_STRING": "InstrumentationKey=00000000-0000-0000-0000-000000000000;IngestionEndpoint=https://example.invalid/",
 		"SERVICE_INGEST_HEAVY_IMAGE_NAME":       "croffpathtest.azurecr.io/offpath/ingest-heavy-offpath:azd-deploy-1",
 	}

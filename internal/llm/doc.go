@@ -37,7 +37,9 @@
 // Before every attempt the client waits on its Limiter (package ratelimit)
 // for room for the request's charge, estimated the way Azure estimates it:
 // prompt tokens (package tokens) plus max tokens for chat, input tokens for
-// embeddings.
+// embeddings. After it, a Limiter that also observes (*ratelimit.Set) is
+// told what the answer said about the deployment's room:
+// x-ratelimit-remaining-tokens and -requests, and a 429's wait.
 //
 // Neither prompts nor document text are ever logged; errors carry the
 // service's code and message, which do not contain them.

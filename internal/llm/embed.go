@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 
 	"github.com/offpath/offpath/internal/outcome"
 	"github.com/offpath/offpath/internal/tokens"
@@ -60,13 +61,13 @@ func (c *Client) embedBatch(ctx context.Context, deployment string, batch []stri
 		deployment: deployment,
 		operation:  "embeddings",
 		charge:     charge,
-		call: func(ctx context.Context) error {
+		call: func(ctx context.Context, opts ...option.RequestOption) error {
 			var err error
 			resp, err = c.oa.Embeddings.New(ctx, openai.EmbeddingNewParams{
 				Model:          deployment,
 				Input:          openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: batch},
 				EncodingFormat: openai.EmbeddingNewParamsEncodingFormatBase64,
-			})
+			}, opts...)
 			return err
 		},
 	}, &trace)

@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 
 	"github.com/offpath/offpath/internal/outcome"
+	"github.com/offpath/offpath/internal/ratelimit"
 )
 
 // request is one logical request, retried as one.
@@ -16,8 +20,8 @@ type request struct {
 	deployment string
 	operation  string // "embeddings", "chat"
 	charge     int64  // tokens the service charges at admission
-	// call makes one attempt. It returns the error of the attempt.
-	call func(ctx context.Context) error
+	// call makes one attempt with opts. It returns the error of the attempt.
+	call func(ctx context.Context, opts ...option.RequestOption) error
 }
 
 // do runs req until it succeeds, is refused or rejected, or the budget is
@@ -37,8 +41,10 @@ func (c *Client) do(ctx context.Context, req request, trace *Trace) error {
 			}
 		}
 		actx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
-		err := req.call(actx)
+		var resp *http.Response
+		err := req.call(actx, option.WithResponseInto(&resp))
 		cancel()
+		c.observe(req.deployment, resp, err)
 		trace.Attempts++
 		if err == nil {
 			trace.Requests++
@@ -120,4 +126,48 @@ func (r *refusalSignal) Error() string { return "content filter" }
 // refuse builds the outcome.Refused error for a refusal.
 func refuse(r *Refusal) error {
 	return &outcome.Error{Kind: outcome.Refused, Reason: "content_filter: " + r.Stage, Err: r}
+}
+
+// observer is a Limiter that also takes what the service says about its
+// room (*ratelimit.Set is one).
+type observer interface {
+	Observe(deployment string, s ratelimit.Signal)
+}
+
+// observe tells the limiter what an attempt's answer said: its
+// x-ratelimit-remaining-tokens and -requests, and whether it was a 429 and
+// for how long. Attempts that got no answer say nothing.
+func (c *Client) observe(deployment string, resp *http.Response, err error) {
+	o, ok := c.limiter.(observer)
+	if !ok {
+		return
+	}
+	var apiErr *openai.Error
+	if errors.As(err, &apiErr) && apiErr.Response != nil {
+		resp = apiErr.Response
+	}
+	if resp == nil {
+		return
+	}
+	s := ratelimit.Signal{
+		RemainingTokens:   remaining(resp.Header.Get("x-ratelimit-remaining-tokens")),
+		RemainingRequests: remaining(resp.Header.Get("x-ratelimit-remaining-requests")),
+		Throttled:         resp.StatusCode == http.StatusTooManyRequests,
+	}
+	if s.Throttled {
+		s.RetryAfter = retryAfter(resp)
+	} else if resp.StatusCode >= 300 {
+		return // the counts of an answer that is neither admitted nor throttled mean nothing
+	}
+	o.Observe(deployment, s)
+}
+
+// remaining reads an x-ratelimit-remaining-* value: -1 when absent or not
+// a count (Azure has sent -1).
+func remaining(v string) int64 {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/llm"
 	"github.com/offpath/offpath/internal/outcome"
+	"github.com/offpath/offpath/internal/ratelimit"
 )
 
 // TestClient_FailingSimulator: with every request failing, a call ends
@@ -236,4 +238,60 @@ type limiterFunc func(ctx context.Context, deployment string, tokens int64) erro
 
 func (f limiterFunc) Wait(ctx context.Context, deployment string, tokens int64) error {
 	return f(ctx, deployment, tokens)
+}
+
+// observingLimiter records what the client tells it about each answer.
+type observingLimiter struct {
+	recordingLimiter
+	mu      sync.Mutex
+	signals []ratelimit.Signal
+}
+
+func (o *observingLimiter) Observe(deployment string, s ratelimit.Signal) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.signals = append(o.signals, s)
+}
+
+// TestClient_TellsTheLimiterWhatTheServiceSaid: every answer's
+// x-ratelimit-remaining-* and every 429 with its wait reach the limiter.
+func TestClient_TellsTheLimiterWhatTheServiceSaid(t *testing.T) {
+	t.Parallel()
+	start := time.Now()
+	rateClock := aoaisim.NewClock(start, 0) // frozen
+	_, url := newSim(t, func(c *aoaisim.Config) {
+		c.DisableRateLimits = false
+		c.RateClock = rateClock
+		c.Deployments = []aoaisim.Deployment{{Name: embedDeployment, Model: embedDeployment, TPM: 1000, RPM: 10}}
+	})
+	ft := newFakeTime()
+	ft.also = rateClock
+	lim := &observingLimiter{}
+	c := newClient(t, url, lim, ft.install)
+	ctx := context.Background()
+	if _, err := c.Embed(ctx, embedDeployment, []string{strings.Repeat("x", 3000)}); err != nil { // 750 tokens
+		t.Fatal(err)
+	}
+	if _, err := c.Embed(ctx, embedDeployment, []string{strings.Repeat("y", 2000)}); err != nil { // 500: a 429 first
+		t.Fatal(err)
+	}
+	want := []ratelimit.Signal{
+		{RemainingTokens: 250, RemainingRequests: 9},
+		{RemainingTokens: 250, RemainingRequests: 9, Throttled: true, RetryAfter: time.Unix(start.Unix()+60, 0).Sub(start).Round(time.Millisecond)},
+		{RemainingTokens: 500, RemainingRequests: 9},
+	}
+	lim.mu.Lock()
+	defer lim.mu.Unlock()
+	if len(lim.signals) != len(want) {
+		t.Fatalf("signals %+v, want %+v", lim.signals, want)
+	}
+	for i, w := range want {
+		got := lim.signals[i]
+		if got.RetryAfter > 0 && w.RetryAfter > 0 && (got.RetryAfter-w.RetryAfter).Abs() <= time.Millisecond {
+			got.RetryAfter = w.RetryAfter
+		}
+		if got != w {
+			t.Errorf("signal %d = %+v, want %+v", i, got, w)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/offpath/offpath/internal/outcome"
@@ -70,9 +71,9 @@ func (c *Client) Summarize(ctx context.Context, deployment, text string, maxToke
 		deployment: deployment,
 		operation:  "chat",
 		charge:     int64(tokens.Prompt(system, text) + maxTokens),
-		call: func(ctx context.Context) error {
+		call: func(ctx context.Context, opts ...option.RequestOption) error {
 			var err error
-			resp, err = c.oa.Chat.Completions.New(ctx, params)
+			resp, err = c.oa.Chat.Completions.New(ctx, params, opts...)
 			return err
 		},
 	}, &out.Trace)

@@ -62,6 +62,9 @@ type Stats struct {
 	WaitTime time.Duration // total time spent waiting by admitted requests
 	GaveUp   int64         // requests refused for their deadline or cancelled
 	Queued   int           // requests waiting now
+	// Throttled counts 429s reported by Observe; Held the answers whose
+	// remaining tokens or requests made the limiter pause.
+	Throttled, Held int64
 }
 
 // Limiter paces the requests to one deployment. It is safe for concurrent
@@ -70,16 +73,21 @@ type Limiter struct {
 	name  string
 	clock Clock
 
-	mu    sync.Mutex
-	log   []entry   // admissions, oldest first
-	wins  []*window // the spans enforced, longest first
-	queue []*waiter // FIFO; the head is the next to be admitted
-	stats Stats
+	limits Limits // in force (see Resize)
+
+	mu        sync.Mutex
+	log       []entry   // admissions, oldest first
+	wins      []*window // the spans enforced, longest first
+	queue     []*waiter // FIFO; the head is the next to be admitted
+	hold      time.Time // nothing is admitted before it (see Observe)
+	suspended time.Time // nor while it is set (see Suspend)
+	stats     Stats
 }
 
 type entry struct {
 	at     time.Time
-	tokens int64
+	tokens int64 // charged
+	cost   int64 // counted in the token window: tokens, at most the limit
 }
 
 type waiter struct {
@@ -100,13 +108,21 @@ func New(name string, limits Limits, opts Options) (*Limiter, error) {
 	if opts.Window <= 0 {
 		return nil, fmt.Errorf("rate limit %s: window %v must be positive", name, opts.Window)
 	}
-	l := &Limiter{name: name, clock: opts.Clock}
+	l := &Limiter{name: name, clock: opts.Clock, limits: limits}
 	l.wins = append(l.wins, &window{dur: opts.Window, tokCap: limits.TPM, reqCap: limits.RPM})
-	if opts.Burst > 0 && opts.Burst < opts.Window && limits.RPM > 0 {
-		share := max(1, (limits.RPM*int64(opts.Burst)+int64(opts.Window)-1)/int64(opts.Window))
-		l.wins = append(l.wins, &window{dur: opts.Burst, reqCap: share})
+	if opts.Burst > 0 && opts.Burst < opts.Window {
+		l.wins = append(l.wins, &window{dur: opts.Burst, reqCap: burstShare(limits.RPM, opts.Burst, opts.Window)})
 	}
 	return l, nil
+}
+
+// burstShare is the request limit of the burst window: burst/window of
+// rpm, rounded up (0, unlimited, when rpm is).
+func burstShare(rpm int64, burst, window time.Duration) int64 {
+	if rpm <= 0 {
+		return 0
+	}
+	return max(1, (rpm*int64(burst)+int64(window)-1)/int64(window))
 }
 
 // Stats returns a snapshot of the counters.
@@ -127,7 +143,7 @@ func (l *Limiter) Wait(ctx context.Context, tokens int64) error {
 	l.mu.Lock()
 	now := l.clock.Now()
 	l.expire(now)
-	if len(l.queue) == 0 && l.fits(tokens) {
+	if len(l.queue) == 0 && l.fits(now, tokens) {
 		l.charge(now, tokens)
 		l.mu.Unlock()
 		return nil
@@ -149,7 +165,7 @@ func (l *Limiter) Wait(ctx context.Context, tokens int64) error {
 		l.expire(now)
 		wait := time.Duration(-1) // not the head: wait to be woken
 		if l.queue[0] == w {
-			if l.fits(tokens) {
+			if l.fits(now, tokens) {
 				l.charge(now, tokens)
 				l.stats.WaitTime += now.Sub(start)
 				l.dequeue(w)
@@ -221,7 +237,7 @@ func (l *Limiter) earliest(now time.Time, tokens int64) time.Time {
 	if len(l.queue) == 0 {
 		return l.fitTime(now, tokens)
 	}
-	sim := &Limiter{log: slices.Clone(l.log)}
+	sim := &Limiter{log: slices.Clone(l.log), hold: l.hold, suspended: l.suspended}
 	for _, w := range l.wins {
 		c := *w
 		sim.wins = append(sim.wins, &c)

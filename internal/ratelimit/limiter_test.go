@@ -64,7 +64,7 @@ func TestLimiter_WaitsForTheWindow(t *testing.T) {
 				}
 			}
 			done := start(ctx, l, tt.next)
-			eventually(t, "the waiter's timer", func() bool { return clock.pending() == 1 })
+			eventually(t, "the waiter's timer", func() bool { return clock.Pending() == 1 })
 			clock.Advance(tt.advance - time.Millisecond)
 			if _, ok := returned(done); ok {
 				t.Fatalf("Wait(%d) returned before the window moved", tt.next)
@@ -136,7 +136,7 @@ func TestLimiter_DeadlineFailsFast(t *testing.T) {
 	ctx2, cancel2 := context.WithDeadline(context.Background(), clock.Now().Add(2*time.Minute))
 	defer cancel2()
 	done := start(ctx2, l, 10)
-	eventually(t, "timer", func() bool { return clock.pending() == 1 })
+	eventually(t, "timer", func() bool { return clock.Pending() == 1 })
 	clock.Advance(time.Minute)
 	eventually(t, "admission", func() bool { err, ok := returned(done); return ok && err == nil })
 	if s := l.Stats(); s.GaveUp != 1 {
@@ -183,7 +183,7 @@ func TestLimiter_CancelLetsTheNextGo(t *testing.T) {
 		}
 		return ok
 	})
-	eventually(t, "second becomes head", func() bool { return clock.pending() >= 1 })
+	eventually(t, "second becomes head", func() bool { return clock.Pending() >= 1 })
 	clock.Advance(time.Minute)
 	eventually(t, "second admitted", func() bool { err, ok := returned(second); return ok && err == nil })
 }

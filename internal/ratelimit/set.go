@@ -38,3 +38,11 @@ func (s *Set) Wait(ctx context.Context, deployment string, tokens int64) error {
 	}
 	return nil
 }
+
+// Observe passes what an answer of deployment's said to its Limiter (see
+// Limiter.Observe).
+func (s *Set) Observe(deployment string, sig Signal) {
+	if l := s.limiters[deployment]; l != nil {
+		l.Observe(sig)
+	}
+}

@@ -3,7 +3,9 @@ package ratelimit
 import "time"
 
 // window is one span the limits apply to: the admissions in the log from
-// start on are inside it, and tokens and reqs are their sums.
+// start on are inside it, and tokens and reqs are their sums. Only the
+// first (longest) window counts tokens; a charge is counted there at its
+// cost, never more than the token limit in force when it was admitted.
 type window struct {
 	dur            time.Duration
 	tokCap, reqCap int64 // 0: unlimited
@@ -25,7 +27,7 @@ func (l *Limiter) expire(now time.Time) {
 	lowest := len(l.log)
 	for _, w := range l.wins {
 		for w.start < len(l.log) && !l.log[w.start].at.Add(w.dur).After(now) {
-			w.tokens -= w.cost(l.log[w.start].tokens)
+			w.tokens -= l.log[w.start].cost
 			w.reqs--
 			w.start++
 		}
@@ -42,7 +44,10 @@ func (l *Limiter) expire(now time.Time) {
 }
 
 // fits reports whether a request of tokens is within every window now.
-func (l *Limiter) fits(tokens int64) bool {
+func (l *Limiter) fits(now time.Time, tokens int64) bool {
+	if !l.suspended.IsZero() || now.Before(l.hold) {
+		return false
+	}
 	for _, w := range l.wins {
 		if w.reqCap > 0 && w.reqs+1 > w.reqCap {
 			return false
@@ -55,9 +60,10 @@ func (l *Limiter) fits(tokens int64) bool {
 }
 
 func (l *Limiter) charge(now time.Time, tokens int64) {
-	l.log = append(l.log, entry{at: now, tokens: tokens})
+	e := entry{at: now, tokens: tokens, cost: l.wins[0].cost(tokens)}
+	l.log = append(l.log, e)
 	for _, w := range l.wins {
-		w.tokens += w.cost(tokens)
+		w.tokens += e.cost
 		w.reqs++
 	}
 	l.stats.Admitted++
@@ -68,6 +74,9 @@ func (l *Limiter) charge(now time.Time, tokens int64) {
 // for each window, the moment enough admissions have left it.
 func (l *Limiter) fitTime(now time.Time, tokens int64) time.Time {
 	at := now
+	if h := l.heldUntil(now); h.After(at) {
+		at = h
+	}
 	for _, w := range l.wins {
 		var needTok, needReq int64
 		if w.tokCap > 0 {
@@ -81,7 +90,7 @@ func (l *Limiter) fitTime(now time.Time, tokens int64) time.Time {
 		}
 		var freedTok, freedReq int64
 		for i := w.start; i < len(l.log); i++ {
-			freedTok += w.cost(l.log[i].tokens)
+			freedTok += l.log[i].cost
 			freedReq++
 			if freedTok >= needTok && freedReq >= needReq {
 				if t := l.log[i].at.Add(w.dur); t.After(at) {
@@ -92,4 +101,25 @@ func (l *Limiter) fitTime(now time.Time, tokens int64) time.Time {
 		}
 	}
 	return at
+}
+
+// heldUntil is when admissions may resume after an Observe or a Suspend
+// (a suspension past its expected end is looked at again every
+// DefaultHeaderHold until it is lifted).
+func (l *Limiter) heldUntil(now time.Time) time.Time {
+	if l.suspended.IsZero() {
+		return l.hold
+	}
+	s := l.suspended
+	if !s.After(now) {
+		s = now.Add(DefaultHeaderHold)
+	}
+	return later(l.hold, s)
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -31,22 +31,22 @@ func TestFitTime_Property(t *testing.T) {
 			at := l.fitTime(now, tokens)
 			if at.After(now) {
 				l.expire(at.Add(-time.Nanosecond))
-				if l.fits(tokens) {
+				if l.fits(at.Add(-time.Nanosecond), tokens) {
 					t.Fatalf("seed %d: fits at %v, before fitTime %v", seed, at.Add(-time.Nanosecond), at)
 				}
 			}
 			now = at
 			l.expire(now)
-			if !l.fits(tokens) {
+			if !l.fits(at, tokens) {
 				t.Fatalf("seed %d: does not fit at fitTime", seed)
 			}
 			l.charge(now, tokens)
-			all = append(all, entry{at: now, tokens: tokens})
+			all = append(all, entry{at: now, tokens: tokens, cost: l.wins[0].cost(tokens)})
 			for _, w := range l.wins {
 				var sumTok, sumReq int64
 				for _, e := range all {
 					if e.at.Add(w.dur).After(now) {
-						sumTok += w.cost(e.tokens)
+						sumTok += e.cost
 						sumReq++
 					}
 				}

@@ -7,7 +7,11 @@
 // tokens and model calls per document, mean latency per call) into a Plan:
 // the KEDA ScaledObject's maxReplicaCount and messageCount, the Functions
 // host's Service Bus maxConcurrentCalls, and the per-instance token and
-// request budget of the client-side rate limiter. The formulas:
+// request budget of the client-side rate limiter. The running instances
+// share the deployment's whole quota through leases (package ratelimit),
+// so the budget is only the static share an instance falls back to while
+// the lease store cannot be reached: safe with every instance of the pool
+// on it. The formulas:
 //
 //	t = counted tokens per call = (prompt + max_tokens per document) / calls per document
 //	one instance running c calls at once sends 60·c/L requests and 60·c·t/L tokens a minute

@@ -61,8 +61,10 @@ type Plan struct {
 	// MaxConcurrentCalls is the Functions host's
 	// extensions.serviceBus.maxConcurrentCalls per instance.
 	MaxConcurrentCalls int `json:"max_concurrent_calls"`
-	// TPMPerInstance and RPMPerInstance are one instance's rate-limit
-	// budget: the pool's share of u·TPM and u·RPM over MaxReplicaCount.
+	// TPMPerInstance and RPMPerInstance are one instance's static
+	// rate-limit share: the pool's share of u·TPM and u·RPM over
+	// MaxReplicaCount. With the quota shared through leases it is the
+	// fallback while the lease store cannot be reached.
 	TPMPerInstance int `json:"tpm_per_instance"`
 	RPMPerInstance int `json:"rpm_per_instance"`
 	// Bound names the limit that binds: "tokens" or "requests".

@@ -1,6 +1,7 @@
 // Package tablestore keeps offpath's records in Azure Table Storage
 // (Azurite locally) through the aztables SDK: tenants, the ledger, batch
-// jobs, document statuses, the nightly runs and the audit. It is the only
+// jobs, document statuses, the nightly runs, the audit and the queue
+// path's rate-limit leases. It is the only
 // package that knows the tables' layout; everything else talks in the
 // domain types of packages tenant, ledger, batch, document, nightly and
 // audit, and SDK errors are
@@ -33,6 +34,9 @@
 //	                nightly run's record (see DefaultNightsTable).
 //	offpathsummaries PartitionKey "<tenant id>", RowKey "<ticket id>": the
 //	                hash of the version last submitted for summary.
+//	offpathratelimits PartitionKey "<deployment>", RowKey "pool": the
+//	                queue path's shared quota, every process's lease (see
+//	                DefaultRateLimitsTable); ETag-guarded.
 //	offpathaudit    PartitionKey "batch" or "file", RowKey the Azure id: what
 //	                the second-door audit has alerted and booked, read a
 //	                partition at a time (see DefaultAuditTable).
