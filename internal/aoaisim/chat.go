@@ -174,6 +174,7 @@ func (s *Server) handleChat(sf surface) http.HandlerFunc {
 		if s.inject(r.Context(), w, RouteChat, name) {
 			return
 		}
+		defer s.stats.answering()()
 		if !s.admit(w, r, sf, dep, "ChatCompletions_Create", call.charge(s.cfg.DefaultMaxTokens)) {
 			return
 		}

@@ -152,6 +152,7 @@ func (s *Server) handleEmbeddings(sf surface) http.HandlerFunc {
 		if s.inject(r.Context(), w, RouteEmbeddings, name) {
 			return
 		}
+		defer s.stats.answering()()
 		if !s.admit(w, r, sf, dep, "Embeddings_Create", int64(total)) {
 			return
 		}
@@ -163,6 +164,7 @@ func (s *Server) handleEmbeddings(sf surface) http.HandlerFunc {
 		}
 		dep.requests.Add(1)
 		dep.promptTokens.Add(int64(total))
+		s.meterServed(dep, int64(total), 0)
 		writeJSON(w, http.StatusOK, resp)
 	}
 }
