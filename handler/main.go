@@ -59,6 +59,10 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("batch: %w", err)
 	}
+	reconciler, err := newReconciler(cfg, tenancy)
+	if err != nil {
+		return fmt.Errorf("reconcile: %w", err)
+	}
 	apiOpts := api.Options{
 		Build: buildInfo(), Started: time.Now(),
 		Auth: tenancy.auth, Tenants: tenancy.tenants, Usage: tenancy.ledger, Catalog: cfg.Catalog,
@@ -72,6 +76,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	mux.Handle("nightly-summaries", invoke.TimerTrigger, runNightly(batches))        // timer: functions/nightly-summaries
 	mux.Handle("report-deadline", invoke.TimerTrigger, checkReportDeadline(batches)) // timer: functions/report-deadline
 	mux.Handle("batch-audit", invoke.TimerTrigger, runAudit(batches))                // timer: functions/batch-audit
+	mux.Handle("reconcile", invoke.TimerTrigger, runReconcile(reconciler))           // timer: functions/reconcile
 	if err := registerIngest(mux, cfg, tenancy, logger); err != nil {
 		return err
 	}

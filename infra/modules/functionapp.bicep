@@ -26,6 +26,8 @@ param storageName string
 param deploymentContainerName string
 param serviceBusNamespace string
 param openAIEndpoint string
+@description('The Azure OpenAI account\'s resource id: the reconciliation reads its Azure Monitor token metrics.')
+param openAIId string
 param appInsightsConnectionString string
 param serviceBusMaxConcurrentCalls int
 param aoaiTokensPerMinutePerInstance int
@@ -68,6 +70,7 @@ var flexAppSettings = {
   // from AZURE_CLIENT_ID; the Azure OpenAI endpoint is its custom subdomain.
   AZURE_CLIENT_ID: identityClientId
   OFFPATH_AOAI_ENDPOINT: openAIEndpoint
+  OFFPATH_AOAI_RESOURCE_ID: openAIId
   // The batch-poll timer's NCRONTAB schedule (functions/batch-poll): every
   // minute, Azure's advice for polling a batch.
   OFFPATH_BATCH_POLL_SCHEDULE: '0 */1 * * * *'
@@ -78,6 +81,9 @@ var flexAppSettings = {
   OFFPATH_TICKETS_SCHEDULE: '0 0 1-3 * * *'
   OFFPATH_REPORT_DEADLINE_SCHEDULE: '0 0 7 * * *'
   OFFPATH_AUDIT_SCHEDULE: '0 15 * * * *'
+  // The reconciliation compares each hour with Azure Monitor once its
+  // metrics are final (20 minutes after it ends).
+  OFFPATH_RECONCILE_SCHEDULE: '0 25 * * * *'
   // Heavy ingestion runs on AKS only.
   'AzureWebJobs.ingest-process-heavy.Disabled': 'true'
   // Sizing (written by `offpath sizing`): messages in flight per instance,
