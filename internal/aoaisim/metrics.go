@@ -1,6 +1,7 @@
 package aoaisim
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -115,7 +116,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	grain, interval := time.Hour, cmpOr(q.Get("interval"), "PT1H")
+	grain, interval := time.Hour, cmp.Or(q.Get("interval"), "PT1H")
 	if interval == "FULL" {
 		grain = to.Sub(from)
 	} else if grain, ok = metricIntervals[strings.ToUpper(interval)]; !ok {
@@ -140,7 +141,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 			deps = append(deps, d.Name)
 		}
 	}
-	names := strings.Split(cmpOr(q.Get("metricnames"), MetricPromptTokens), ",")
+	names := strings.Split(cmp.Or(q.Get("metricnames"), MetricPromptTokens), ",")
 	visible := now.Add(-s.cfg.Metrics.Delay.D())
 	out := metricsResponse{Timespan: from.Format(time.RFC3339) + "/" + to.Format(time.RFC3339), Interval: interval,
 		Namespace: "Microsoft.CognitiveServices/accounts", ResourceRegion: "simulated"}
@@ -210,13 +211,6 @@ func parseDimensionFilter(f string) (name, value string, ok bool) {
 		return "", "", false
 	}
 	return strings.TrimSpace(name), rest[1 : len(rest)-1], true
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // The wire form of Azure Monitor's metrics response.
