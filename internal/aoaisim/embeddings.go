@@ -113,6 +113,7 @@ func encodeVector(v []float32, b64 bool) json.RawMessage {
 func (s *Server) handleEmbeddings(sf surface) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.stats.route(RouteEmbeddings)
+		defer s.stats.opening()()
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBytes))
 		if err != nil {
 			writeError(w, invalidRequest("", "The request body could not be read or is too large."))

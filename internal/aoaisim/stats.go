@@ -49,6 +49,14 @@ type stats struct {
 	faultResets atomic.Int64
 	faultHangs  atomic.Int64
 	inFlight    atomic.Int64 // model requests past fault injection, not yet answered
+	open        atomic.Int64 // model requests received and not yet finished, hanging ones included
+}
+
+// opening counts a model request as open until the returned func is
+// called, when its handler returns.
+func (st *stats) opening() func() {
+	st.open.Add(1)
+	return func() { st.open.Add(-1) }
 }
 
 // answering counts a model request as in flight until the returned func
@@ -125,7 +133,11 @@ type Stats struct {
 	// InFlight are the chat and embeddings requests the model is answering
 	// now (past fault injection, reply not yet written): zero means every
 	// request billed so far has been answered.
-	InFlight    int64             `json:"in_flight"`
+	InFlight int64 `json:"in_flight"`
+	// Open are the chat and embeddings requests received and not finished,
+	// whatever they wait for (a hang, a latency, the body): zero means no
+	// request can still be answered, and billed, later.
+	Open        int64             `json:"open"`
 	Deployments []DeploymentStats `json:"deployments"`
 }
 
@@ -137,6 +149,7 @@ func (s *Server) Stats() Stats {
 		FaultResets: s.stats.faultResets.Load(),
 		FaultHangs:  s.stats.faultHangs.Load(),
 		InFlight:    s.stats.inFlight.Load(),
+		Open:        s.stats.open.Load(),
 	}
 	for k, v := range s.stats.routes {
 		out.Routes[k] = v.Load()
