@@ -98,7 +98,7 @@ func newBatch(cfg config.Handler, t tenancy, logger zerolog.Logger) (*batchPath,
 	if err != nil {
 		return nil, err
 	}
-	auditor, err := audit.New(audit.Options{Azure: azure, Active: jobs, Store: tablestore.NewAudit(tables, ""),
+	auditor, err := audit.New(audit.Options{Azure: azure, Active: jobs, Jobs: jobs, Store: tablestore.NewAudit(tables, ""),
 		Ledger: t.ledger, Tenants: t.tenants, Catalog: cfg.Catalog, Alerts: alerts, MinAge: n.AuditMinAge})
 	if err != nil {
 		return nil, err

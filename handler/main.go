@@ -65,6 +65,10 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("batch: %w", err)
 	}
+	reconciler, err := newReconciler(cfg, tenancy)
+	if err != nil {
+		return fmt.Errorf("reconcile: %w", err)
+	}
 	apiOpts := api.Options{
 		Build: buildInfo(), Started: time.Now(),
 		Auth: tenancy.auth, Tenants: tenancy.tenants, Usage: tenancy.ledger, Catalog: cfg.Catalog, Webhooks: tenancy.webhooks,
@@ -83,6 +87,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	mux.HandleTrigger("report-deadline", invoke.TimerTrigger, timerBinding, checkReportDeadline(batches)) // timer: functions/report-deadline
 	mux.HandleTrigger("batch-audit", invoke.TimerTrigger, timerBinding, runAudit(batches))                // timer: functions/batch-audit
 	mux.HandleTrigger("webhook-deliver", invoke.TimerTrigger, timerBinding, deliverWebhooks(batches))     // timer: functions/webhook-deliver
+	mux.HandleTrigger("reconcile", invoke.TimerTrigger, timerBinding, runReconcile(reconciler))           // timer: functions/reconcile
 	fleet, err := registerIngest(mux, cfg, tenancy, logger)
 	if err != nil {
 		return err

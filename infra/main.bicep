@@ -269,6 +269,7 @@ module functionApp 'modules/functionapp.bicep' = {
     deploymentContainerName: storage.outputs.deploymentContainerName
     serviceBusNamespace: serviceBus.outputs.fullyQualifiedNamespace
     openAIEndpoint: openAI.outputs.endpoint
+    openAIId: openAI.outputs.id
     appInsightsConnectionString: monitoring.outputs.appInsightsConnectionString
     serviceBusMaxConcurrentCalls: serviceBusMaxConcurrentCalls
     aoaiTokensPerMinutePerInstance: aoaiTokensPerMinutePerInstance

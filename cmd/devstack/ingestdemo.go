@@ -143,9 +143,9 @@ func showDocument(ctx context.Context, w io.Writer, conn string, timeout time.Du
 	if err != nil {
 		return err
 	}
-	unit := "ingest:" + demoDocumentName + "@" + st.ETag
+	prefix := "ingest:" + demoDocumentName + "@" + st.ETag + "#"
 	for _, e := range entries {
-		if e.Unit == unit {
+		if strings.HasPrefix(e.Unit, prefix) {
 			fmt.Fprintf(w, "      metered:  %-24s %6d prompt + %3d completion tokens, %d calls, $%s\n",
 				e.Deployment, e.PromptTokens, e.CompletionTokens, e.Requests, e.Cost.Dollars())
 		}

@@ -26,6 +26,8 @@ param storageName string
 param deploymentContainerName string
 param serviceBusNamespace string
 param openAIEndpoint string
+@description('The Azure OpenAI account\'s resource id: the reconciliation reads its Azure Monitor token metrics.')
+param openAIId string
 param appInsightsConnectionString string
 param serviceBusMaxConcurrentCalls int
 param aoaiTokensPerMinutePerInstance int
@@ -72,6 +74,7 @@ var flexAppSettings = {
   // from AZURE_CLIENT_ID; the Azure OpenAI endpoint is its custom subdomain.
   AZURE_CLIENT_ID: identityClientId
   OFFPATH_AOAI_ENDPOINT: openAIEndpoint
+  OFFPATH_AOAI_RESOURCE_ID: openAIId
   // The batch-poll timer's NCRONTAB schedule (functions/batch-poll): every
   // minute, Azure's advice for polling a batch.
   OFFPATH_BATCH_POLL_SCHEDULE: '0 */1 * * * *'
@@ -99,8 +102,9 @@ var flexAppSettings = {
   AzureFunctionsJobHost__functions__4: 'ingest-process'
   AzureFunctionsJobHost__functions__5: 'nightly-summaries'
   AzureFunctionsJobHost__functions__6: 'openai'
-  AzureFunctionsJobHost__functions__7: 'report-deadline'
-  AzureFunctionsJobHost__functions__8: 'webhook-deliver'
+  AzureFunctionsJobHost__functions__7: 'reconcile'
+  AzureFunctionsJobHost__functions__8: 'report-deadline'
+  AzureFunctionsJobHost__functions__9: 'webhook-deliver'
   // Tenant webhooks are found and delivered every 30 seconds, in their own
   // function, never in the poll tick.
   OFFPATH_WEBHOOK_SCHEDULE: '*/30 * * * * *'
@@ -109,6 +113,9 @@ var flexAppSettings = {
   // that may run, which divides them for the static fallback share.
   OFFPATH_AOAI_LIMITS: aoaiQuotas
   OFFPATH_AOAI_INSTANCES: string(maximumInstanceCount)
+  // The reconciliation compares each hour with Azure Monitor once its
+  // metrics are final (20 minutes after it ends).
+  OFFPATH_RECONCILE_SCHEDULE: '0 25 * * * *'
   // Sizing (written by `offpath sizing`): messages in flight per instance,
   // and the static share of the chat deployment's quota one instance falls
   // back to while the lease store cannot be reached.

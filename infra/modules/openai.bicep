@@ -59,4 +59,5 @@ resource modelDeployments 'Microsoft.CognitiveServices/accounts/deployments@2024
 ]
 
 output name string = aoai.name
+output id string = aoai.id
 output endpoint string = 'https://${accountName}.openai.azure.com'

@@ -11,6 +11,7 @@
 //                                    controller reads the queue's runtime properties with the app's
 //                                    connection, which (like KEDA) needs the Manage claim
 //   Cognitive Services OpenAI User   account  chat, embeddings, files and batches
+//   Monitoring Reader                account  the reconciliation reads the account's token metrics
 //   Monitoring Metrics Publisher     App Insights  telemetry with local auth disabled
 // KEDA identity:
 //   Azure Service Bus Data Owner     doc-ingest-heavy only: the scaler reads the queue's runtime
@@ -37,6 +38,7 @@ var roles = {
   serviceBusDataOwner: '090c5cfd-751d-490a-894a-3ce6f1109419'
   cognitiveServicesOpenAIUser: '5e0bd9bd-7b93-4f28-af87-19fc36ad61bd'
   monitoringMetricsPublisher: '3913510d-42f4-4e42-8a64-420c390055eb'
+  monitoringReader: '43d0d8ad-25c7-4714-9337-8ba259a9fe05'
 }
 
 resource stg 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
@@ -127,6 +129,16 @@ resource appOpenAI 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   scope: aoai
   properties: {
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.cognitiveServicesOpenAIUser)
+    principalId: appPrincipalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+resource appMetricsReader 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(aoai.id, appPrincipalId, roles.monitoringReader)
+  scope: aoai
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.monitoringReader)
     principalId: appPrincipalId
     principalType: 'ServicePrincipal'
   }

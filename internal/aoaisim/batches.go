@@ -126,6 +126,9 @@ func (s *Server) handleBatchCreate(sf surface) http.HandlerFunc {
 		s.workers.Add(1)
 		go s.runBatch(b)
 		obj, _, _ := s.batches.snapshot(b.ID, now, s.cfg.Quirks)
+		if s.injectReply(r.Context(), w, RouteBatchesCreate, b.Deployment) {
+			return
+		}
 		status := http.StatusOK
 		if sf.classic {
 			status = http.StatusCreated // the classic API documents 201
@@ -206,6 +209,9 @@ func (s *Server) handleBatchCancel() http.HandlerFunc {
 		}
 		s.log.Info().Str("batch_id", b.ID).Msg("batch cancelling")
 		obj, _, _ := s.batches.snapshot(id, now, s.cfg.Quirks)
+		if s.injectReply(r.Context(), w, RouteBatchesCancel, b.Deployment) {
+			return
+		}
 		writeJSON(w, http.StatusOK, obj)
 	}
 }

@@ -152,6 +152,7 @@ func (c *chatCall) charge(defaultMax int) int64 {
 func (s *Server) handleChat(sf surface) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.stats.route(RouteChat)
+		defer s.stats.opening()()
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBytes))
 		if err != nil {
 			writeError(w, invalidRequest("", "The request body could not be read or is too large."))
@@ -174,6 +175,7 @@ func (s *Server) handleChat(sf surface) http.HandlerFunc {
 		if s.inject(r.Context(), w, RouteChat, name) {
 			return
 		}
+		defer s.stats.answering()()
 		if !s.admit(w, r, sf, dep, "ChatCompletions_Create", call.charge(s.cfg.DefaultMaxTokens)) {
 			return
 		}

@@ -97,5 +97,6 @@ func (s *Server) complete(dep *deploymentState, call *chatCall) (*chatCompletion
 	dep.requests.Add(1)
 	dep.promptTokens.Add(int64(call.promptTokens))
 	dep.completionTokens.Add(int64(completion))
+	s.meterServed(dep, int64(call.promptTokens), int64(completion))
 	return resp, nil
 }

@@ -52,6 +52,8 @@ type Config struct {
 	Batch BatchConfig `json:"batch"`
 	// Files sets the Files API limits.
 	Files FilesConfig `json:"files"`
+	// Metrics shapes the Azure Monitor metrics API the simulator serves.
+	Metrics MetricsConfig `json:"metrics"`
 	// Faults are the fault-injection rules active from the start.
 	Faults []FaultRule `json:"faults"`
 	// Quirks reproduce odd shapes seen in Azure's documentation samples.

@@ -113,6 +113,7 @@ func encodeVector(v []float32, b64 bool) json.RawMessage {
 func (s *Server) handleEmbeddings(sf surface) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.stats.route(RouteEmbeddings)
+		defer s.stats.opening()()
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBytes))
 		if err != nil {
 			writeError(w, invalidRequest("", "The request body could not be read or is too large."))
@@ -152,6 +153,7 @@ func (s *Server) handleEmbeddings(sf surface) http.HandlerFunc {
 		if s.inject(r.Context(), w, RouteEmbeddings, name) {
 			return
 		}
+		defer s.stats.answering()()
 		if !s.admit(w, r, sf, dep, "Embeddings_Create", int64(total)) {
 			return
 		}
@@ -163,6 +165,7 @@ func (s *Server) handleEmbeddings(sf surface) http.HandlerFunc {
 		}
 		dep.requests.Add(1)
 		dep.promptTokens.Add(int64(total))
+		s.meterServed(dep, int64(total), 0)
 		writeJSON(w, http.StatusOK, resp)
 	}
 }

@@ -53,6 +53,16 @@ type FaultRule struct {
 	// OutputFileDelay makes matching batches (by deployment) report completed
 	// without output_file_id and error_file_id for this long (simulated time).
 	OutputFileDelay Duration `json:"output_file_delay,omitempty"`
+	// AfterCommit applies the rule's latency and faults to the reply of a
+	// request that has been carried out: on the routes that change state
+	// (files_create, files_delete, batches_create, batches_cancel) the file
+	// is stored or the batch created, and then the reply is delayed, reset,
+	// hung or replaced by a 500/503, as when a network or a front end loses
+	// Azure's answer. On other routes it delays or breaks the reply alike.
+	AfterCommit bool `json:"after_commit,omitempty"`
+	// Times limits the rule to the first Times requests it faults (a latency
+	// alone counts too); 0 is no limit. The rule stays listed, spent.
+	Times int `json:"times,omitempty"`
 }
 
 func (r FaultRule) validate() error {
@@ -69,6 +79,9 @@ func (r FaultRule) validate() error {
 	}
 	if r.Latency < 0 || r.OutputFileDelay < 0 {
 		return errors.New("negative duration")
+	}
+	if r.Times < 0 {
+		return errors.New("negative times")
 	}
 	return nil
 }
@@ -90,15 +103,17 @@ const (
 	faultHang
 )
 
-// faults holds the active rules and the seeded random source.
+// faults holds the active rules, how often each has acted (for Times), and
+// the seeded random source.
 type faults struct {
 	mu    sync.Mutex
 	rules []FaultRule
+	used  []int
 	rng   *rand.Rand
 }
 
 func newFaults(rules []FaultRule, seed uint64) *faults {
-	return &faults{rules: rules, rng: rand.New(rand.NewPCG(seed, seed^0x5eed))}
+	return &faults{rules: rules, used: make([]int, len(rules)), rng: rand.New(rand.NewPCG(seed, seed^0x5eed))}
 }
 
 // Set replaces the rules after validating them.
@@ -111,6 +126,7 @@ func (f *faults) set(rules []FaultRule) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.rules = append([]FaultRule(nil), rules...)
+	f.used = make([]int, len(rules))
 	return nil
 }
 
@@ -120,32 +136,36 @@ func (f *faults) list() []FaultRule {
 	return append([]FaultRule{}, f.rules...)
 }
 
-// draw decides the fault of one request.
-func (f *faults) draw(route, deployment string) (latency time.Duration, kind faultKind, status int) {
+// draw decides the fault of one request, from the rules that act before
+// the request is carried out (afterCommit false) or on its reply (true).
+func (f *faults) draw(route, deployment string, afterCommit bool) (latency time.Duration, kind faultKind, status int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, r := range f.rules {
-		if !r.matches(route, deployment) {
+	for i, r := range f.rules {
+		if r.AfterCommit != afterCommit || !r.matches(route, deployment) || r.Times > 0 && f.used[i] >= r.Times {
 			continue
 		}
+		acted := r.Latency > 0
 		latency += r.Latency.D()
-		if kind != faultNone || r.ErrorRate+r.ResetRate+r.HangRate == 0 {
-			continue
-		}
-		u := f.rng.Float64()
-		switch {
-		case u < r.ResetRate:
-			kind = faultReset
-		case u < r.ResetRate+r.HangRate:
-			kind = faultHang
-		case u < r.ResetRate+r.HangRate+r.ErrorRate:
-			kind, status = faultError, r.ErrorStatus
-			if status == 0 {
-				status = http.StatusInternalServerError
-				if f.rng.IntN(2) == 1 {
-					status = http.StatusServiceUnavailable
+		if kind == faultNone && r.ErrorRate+r.ResetRate+r.HangRate > 0 {
+			u := f.rng.Float64()
+			switch {
+			case u < r.ResetRate:
+				kind, acted = faultReset, true
+			case u < r.ResetRate+r.HangRate:
+				kind, acted = faultHang, true
+			case u < r.ResetRate+r.HangRate+r.ErrorRate:
+				kind, status, acted = faultError, r.ErrorStatus, true
+				if status == 0 {
+					status = http.StatusInternalServerError
+					if f.rng.IntN(2) == 1 {
+						status = http.StatusServiceUnavailable
+					}
 				}
 			}
+		}
+		if acted {
+			f.used[i]++
 		}
 	}
 	return latency, kind, status
@@ -165,10 +185,22 @@ func (f *faults) outputFileDelay(deployment string) time.Duration {
 	return d
 }
 
-// inject applies the faults drawn for a request. It returns true when it has
-// dealt with the request (error written, connection reset, or hang over).
+// inject applies the faults drawn for a request before it is carried out.
+// It returns true when it has dealt with the request (error written,
+// connection reset, or hang over).
 func (s *Server) inject(ctx context.Context, w http.ResponseWriter, route, deployment string) bool {
-	latency, kind, status := s.faults.draw(route, deployment)
+	return s.injectFaults(ctx, w, route, deployment, false)
+}
+
+// injectReply applies the AfterCommit faults to the reply of a request
+// that has been carried out. It returns true when the reply is lost (the
+// caller writes nothing more).
+func (s *Server) injectReply(ctx context.Context, w http.ResponseWriter, route, deployment string) bool {
+	return s.injectFaults(ctx, w, route, deployment, true)
+}
+
+func (s *Server) injectFaults(ctx context.Context, w http.ResponseWriter, route, deployment string, afterCommit bool) bool {
+	latency, kind, status := s.faults.draw(route, deployment, afterCommit)
 	if latency > 0 {
 		t := time.NewTimer(latency)
 		select {

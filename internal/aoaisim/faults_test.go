@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -174,5 +175,69 @@ func TestFaults_AdminEndpoint(t *testing.T) {
 	err = s.admin.Post(ctx, "_sim/faults", bad, &got)
 	if e := apiError(t, err); e.StatusCode != 400 {
 		t.Errorf("invalid rule status = %d, want 400", e.StatusCode)
+	}
+}
+
+// TestFaults_AfterCommit: a rule with AfterCommit loses the reply of an
+// upload or a create that Azure carried out (reset, hang until the client
+// gives up, 500, or a delay past the client's timeout), and Times makes it
+// act once: the file or the batch exists although the caller was told
+// nothing, and the next request is answered.
+func TestFaults_AfterCommit(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		rule aoaisim.FaultRule
+	}{
+		{"reset", aoaisim.FaultRule{ResetRate: 1}},
+		{"hang", aoaisim.FaultRule{HangRate: 1}},
+		{"error", aoaisim.FaultRule{ErrorRate: 1, ErrorStatus: 503}},
+		{"delay", aoaisim.FaultRule{Latency: aoaisim.Duration(time.Hour)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := newSim(t, aoaisim.Config{Seed: 5})
+			call := func(fn func(ctx context.Context) error) error {
+				ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+				defer cancel()
+				return fn(ctx)
+			}
+			content := joinLines(chatLines(3, batchDep))
+			upRule, createRule := tt.rule, tt.rule
+			upRule.Route, upRule.AfterCommit, upRule.Times = aoaisim.RouteFilesCreate, true, 1
+			createRule.Route, createRule.AfterCommit, createRule.Times = aoaisim.RouteBatchesCreate, true, 1
+			if err := s.srv.SetFaults([]aoaisim.FaultRule{upRule, createRule}); err != nil {
+				t.Fatalf("SetFaults: %v", err)
+			}
+			err := call(func(ctx context.Context) error {
+				_, err := s.v1.Files.New(ctx, openai.FileNewParams{File: openai.File(strings.NewReader(content), "input.jsonl", "application/jsonl"), Purpose: openai.FilePurposeBatch})
+				return err
+			})
+			if err == nil {
+				t.Fatal("upload answered, want its reply lost")
+			}
+			st := s.srv.State()
+			if len(st.Files) != 1 {
+				t.Fatalf("%d files after the lost upload reply, want 1 (it was stored)", len(st.Files))
+			}
+			fileID := upload(t, s.v1, content, 0) // the rule is spent
+			if len(s.srv.State().Files) != 2 {
+				t.Fatalf("the second upload did not store a second file")
+			}
+			err = call(func(ctx context.Context) error { _, err := createBatch(ctx, s.v1, fileID); return err })
+			if err == nil {
+				t.Fatal("create answered, want its reply lost")
+			}
+			if st := s.srv.State(); len(st.Batches) != 1 || st.Batches[0].InputFileID != fileID {
+				t.Fatalf("batches after the lost create reply: %+v, want the one on %s", st.Batches, fileID)
+			}
+			if _, err := createBatch(context.Background(), s.v1, fileID); err != nil {
+				t.Fatalf("create after the rule is spent: %v", err)
+			}
+			if n := len(s.srv.State().Batches); n != 2 {
+				t.Errorf("%d batches, want 2", n)
+			}
+		})
 	}
 }

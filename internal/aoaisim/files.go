@@ -101,6 +101,9 @@ func (s *Server) handleFileCreate(sf surface) http.HandlerFunc {
 		}
 		up.kept = true
 		s.log.Debug().Str("file_id", rec.ID).Int64("bytes", rec.Bytes).Int("lines", rec.Lines).Msg("file uploaded")
+		if s.injectReply(r.Context(), w, RouteFilesCreate, "") {
+			return
+		}
 		status := http.StatusOK
 		if sf.classic { // the classic API documents 201 with a location
 			status = http.StatusCreated

@@ -99,6 +99,9 @@ func (s *Server) handleFileDelete() http.HandlerFunc {
 			writeError(w, errFileNotFound(id))
 			return
 		}
+		if s.injectReply(r.Context(), w, RouteFilesDelete, "") {
+			return
+		}
 		writeJSON(w, http.StatusOK, struct {
 			ID      string `json:"id"`
 			Object  string `json:"object"`

@@ -46,6 +46,10 @@ func (s *Server) routes() http.Handler {
 		mux.Handle("POST "+p+"/batches/{id}/cancel", s.versioned(sf, s.handleBatchCancel()))
 	}
 
+	// Azure Monitor's metrics of the resource (served from ARM's URL space:
+	// /subscriptions/.../providers/Microsoft.CognitiveServices/accounts/...).
+	mux.HandleFunc("GET /subscriptions/", s.handleMetrics)
+
 	// Simulator administration, outside Azure's URL space.
 	mux.HandleFunc("GET /_sim/state", s.handleAdminState)
 	mux.HandleFunc("GET /_sim/faults", s.handleAdminFaultsGet)

@@ -32,6 +32,7 @@ type Server struct {
 	quotaMu   sync.Mutex // guards deploymentState.enqueued
 	gate      *admissionGate
 	stats     *stats
+	meter     tokenMeter // tokens served per deployment and minute, for the metrics API
 	handler   http.Handler
 
 	// lifetime is the server's own context (not a request's): batch workers

@@ -48,6 +48,22 @@ type stats struct {
 	faultErrors atomic.Int64
 	faultResets atomic.Int64
 	faultHangs  atomic.Int64
+	inFlight    atomic.Int64 // model requests past fault injection, not yet answered
+	open        atomic.Int64 // model requests received and not yet finished, hanging ones included
+}
+
+// opening counts a model request as open until the returned func is
+// called, when its handler returns.
+func (st *stats) opening() func() {
+	st.open.Add(1)
+	return func() { st.open.Add(-1) }
+}
+
+// answering counts a model request as in flight until the returned func
+// is called, after its reply is written.
+func (st *stats) answering() func() {
+	st.inFlight.Add(1)
+	return func() { st.inFlight.Add(-1) }
 }
 
 func newStats() *stats {
@@ -110,10 +126,18 @@ type DeploymentStats struct {
 
 // Stats are the server's counters, as GET /_sim/state reports them.
 type Stats struct {
-	Routes      map[string]int64  `json:"routes"`
-	FaultErrors int64             `json:"fault_errors"`
-	FaultResets int64             `json:"fault_resets"`
-	FaultHangs  int64             `json:"fault_hangs"`
+	Routes      map[string]int64 `json:"routes"`
+	FaultErrors int64            `json:"fault_errors"`
+	FaultResets int64            `json:"fault_resets"`
+	FaultHangs  int64            `json:"fault_hangs"`
+	// InFlight are the chat and embeddings requests the model is answering
+	// now (past fault injection, reply not yet written): zero means every
+	// request billed so far has been answered.
+	InFlight int64 `json:"in_flight"`
+	// Open are the chat and embeddings requests received and not finished,
+	// whatever they wait for (a hang, a latency, the body): zero means no
+	// request can still be answered, and billed, later.
+	Open        int64             `json:"open"`
 	Deployments []DeploymentStats `json:"deployments"`
 }
 
@@ -124,6 +148,8 @@ func (s *Server) Stats() Stats {
 		FaultErrors: s.stats.faultErrors.Load(),
 		FaultResets: s.stats.faultResets.Load(),
 		FaultHangs:  s.stats.faultHangs.Load(),
+		InFlight:    s.stats.inFlight.Load(),
+		Open:        s.stats.open.Load(),
 	}
 	for k, v := range s.stats.routes {
 		out.Routes[k] = v.Load()

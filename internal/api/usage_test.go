@@ -115,9 +115,9 @@ func TestUsage_ExportCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := [][]string{
-		{"tenant", "month", "path", "alias", "deployment", "prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens", "total_tokens", "requests", "refusals", "estimated_cost_usd"},
-		{"contoso", "2026-11", "batch", "summarize", "gpt-4o-mini-batch", "150000", "30000", "0", "0", "180000", "2", "0", "0.020250"},
-		{"contoso", "2026-11", "queue", "summarize", "gpt-4o-mini", "1000", "200", "0", "0", "1200", "1", "0", "0.000270"},
+		{"tenant", "month", "path", "alias", "deployment", "prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens", "total_tokens", "requests", "refusals", "estimated_cost_usd", "completed_tokens", "abandoned_tokens"},
+		{"contoso", "2026-11", "batch", "summarize", "gpt-4o-mini-batch", "150000", "30000", "0", "0", "180000", "2", "0", "0.020250", "180000", "0"},
+		{"contoso", "2026-11", "queue", "summarize", "gpt-4o-mini", "1000", "200", "0", "0", "1200", "1", "0", "0.000270", "1200", "0"},
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("rows = %v", rows)

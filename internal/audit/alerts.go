@@ -11,8 +11,9 @@ import (
 	"github.com/offpath/offpath/internal/batchapi"
 )
 
-// alertBatch raises second_door for b and returns its record.
-func (a *Auditor) alertBatch(ctx context.Context, r *run, b batchapi.Batch) Record {
+// alertBatch raises second_door, or batch_orphaned, for b and returns its
+// record.
+func (a *Auditor) alertBatch(ctx context.Context, r *run, b batchapi.Batch, name string) Record {
 	now := r.inv.now
 	in := a.inputFile(ctx, r, b.InputFileID)
 	fields := map[string]any{
@@ -29,8 +30,17 @@ func (a *Auditor) alertBatch(ctx context.Context, r *run, b batchapi.Batch) Reco
 	if b.ErrorFileID != "" {
 		fields["error_file_id"] = b.ErrorFileID
 	}
-	a.o.Alerts.Raise(ctx, alert.Alert{Name: AlertSecondDoor, At: now, Fields: fields,
-		Message: "a batch on the Azure OpenAI resource was not created by offpath; its usage is booked to tenant " + Unattributed + " once it ends"})
+	msg := "a batch on the Azure OpenAI resource was not created by offpath; its usage is booked to tenant " + Unattributed + " once it ends"
+	if name == AlertOrphan {
+		job, part, attempt, _ := b.Submission()
+		fields["offpath_job"], fields["offpath_part"], fields["offpath_attempt"] = job, part, attempt
+		if t := b.Metadata["tenant"]; t != "" {
+			fields["tenant"] = t
+		}
+		msg = "a batch carries offpath's submission key but no job claims it (its job record was lost or moved on); " +
+			"its usage is booked to the tenant its metadata names, else " + Unattributed + ", once it ends"
+	}
+	a.o.Alerts.Raise(ctx, alert.Alert{Name: name, At: now, Fields: fields, Message: msg})
 	return Record{Kind: KindBatch, ID: b.ID, AlertedAt: now, CreatedAt: b.CreatedAt, Status: string(b.Status),
 		InputFileID: b.InputFileID, OutputFileID: b.OutputFileID, ErrorFileID: b.ErrorFileID}
 }

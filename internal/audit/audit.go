@@ -75,8 +75,11 @@ type Alerter interface {
 
 // Options are the Auditor's dependencies and settings.
 type Options struct {
-	Azure   Azure
-	Active  Active
+	Azure  Azure
+	Active Active
+	// Jobs are offpath's job rows: a batch carrying offpath's submission
+	// key is offpath's only if its job claims it.
+	Jobs    Jobs
 	Store   Store
 	Ledger  Ledger
 	Tenants Tenants
@@ -101,8 +104,8 @@ type Auditor struct {
 
 // New checks the dependencies and returns the Auditor.
 func New(o Options) (*Auditor, error) {
-	if o.Azure == nil || o.Active == nil || o.Store == nil || o.Ledger == nil || o.Tenants == nil || o.Catalog == nil {
-		return nil, errors.New("audit: azure, active, store, ledger, tenants and catalog are required")
+	if o.Azure == nil || o.Active == nil || o.Jobs == nil || o.Store == nil || o.Ledger == nil || o.Tenants == nil || o.Catalog == nil {
+		return nil, errors.New("audit: azure, active, jobs, store, ledger, tenants and catalog are required")
 	}
 	if o.Alerts == nil {
 		o.Alerts = batch.LogAlerter{}
@@ -151,13 +154,21 @@ type Record struct {
 	// A file's name, purpose and size.
 	Filename, Purpose string
 	Bytes             int64
+
+	// Job is set for an orphaned batch: the offpath job its submission key
+	// names. Tenant is the tenant its usage is booked to (its metadata's,
+	// if that tenant exists, else Unattributed), decided before the first
+	// booking; empty for other batches, which go to Unattributed.
+	Job, Tenant string
 }
 
 // Summary counts what one run saw and did.
 type Summary struct {
-	// Batches on the resource; those offpath created; the others, and of
-	// those, the ones alerted and the ones booked in this run.
-	Batches, Offpath, Unknown, Alerted, Booked int
+	// Batches on the resource; those offpath created and a job claims;
+	// those carrying offpath's key that no job claims (orphans); the
+	// others; and of orphans and others, the ones alerted and the ones
+	// booked in this run.
+	Batches, Offpath, Orphans, Unknown, Alerted, Booked int
 	// Files on the resource; unknown files alerted in this run; offpath's
 	// leftovers deleted in this run.
 	Files, FilesAlerted, Deleted int
@@ -168,6 +179,9 @@ type Summary struct {
 // LedgerUnit is the ledger unit of a batch offpath did not create: the same
 // on every booking, so that booking again rewrites the same row.
 func LedgerUnit(batchID string) string { return "second-door:" + batchID }
+
+// OrphanUnit is the ledger unit of an orphaned batch, likewise.
+func OrphanUnit(batchID string) string { return "orphan:" + batchID }
 
 // now is the audit's clock in UTC.
 func (a *Auditor) now() time.Time { return a.o.Now().UTC() }

@@ -293,7 +293,7 @@ func TestRun_OffpathBatchNotAlerted(t *testing.T) {
 
 func TestNew_RequiresDependencies(t *testing.T) {
 	t.Parallel()
-	full := audit.Options{Azure: &batchapi.Client{}, Active: stubActive{}, Store: stubStore{}, Ledger: stubLedger{}, Tenants: stubTenants{}, Catalog: &catalog.Catalog{}}
+	full := audit.Options{Azure: &batchapi.Client{}, Active: stubActive{}, Jobs: stubJobs{}, Store: stubStore{}, Ledger: stubLedger{}, Tenants: stubTenants{}, Catalog: &catalog.Catalog{}}
 	if _, err := audit.New(full); err != nil {
 		t.Fatalf("New(all set) = %v", err)
 	}
@@ -303,6 +303,7 @@ func TestNew_RequiresDependencies(t *testing.T) {
 	}{
 		{"Azure", func(o *audit.Options) { o.Azure = nil }},
 		{"Active", func(o *audit.Options) { o.Active = nil }},
+		{"Jobs", func(o *audit.Options) { o.Jobs = nil }},
 		{"Store", func(o *audit.Options) { o.Store = nil }},
 		{"Ledger", func(o *audit.Options) { o.Ledger = nil }},
 		{"Tenants", func(o *audit.Options) { o.Tenants = nil }},
@@ -319,12 +320,16 @@ func TestNew_RequiresDependencies(t *testing.T) {
 // Stubs for dependencies a test wants to fail.
 type (
 	stubActive  struct{ err error }
+	stubJobs    struct{}
 	stubStore   struct{ err error }
 	stubLedger  struct{}
 	stubTenants struct{}
 )
 
 func (s stubActive) ListActive(context.Context) ([]batch.ActiveRef, error) { return nil, s.err }
+func (stubJobs) Get(context.Context, string, string) (batch.Job, error) {
+	return batch.Job{}, batch.ErrNotFound
+}
 func (s stubStore) Load(context.Context, audit.Kind) (map[string]audit.Record, error) {
 	return nil, s.err
 }

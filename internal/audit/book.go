@@ -20,7 +20,8 @@ import (
 )
 
 // book reads an ended batch's output and error files, meters every line as
-// the harvest does, and records the sum in the ledger under Unattributed.
+// the harvest does, and records the sum in the ledger under Unattributed
+// (an orphan: under the tenant bookTo chooses, unit OrphanUnit).
 // It returns rec marked booked. Files Azure no longer has are noted, not
 // retried: what is gone cannot be read later either. Any other failure is
 // returned, and the next run books again from the start: the ledger row's
@@ -32,6 +33,9 @@ func (a *Auditor) book(ctx context.Context, r *run, b batchapi.Batch, rec Record
 	if rec.Deployment == "" {
 		var err error
 		if rec.Alias, rec.Deployment, rec.Note, err = a.attribute(ctx, b.InputFileID); err != nil {
+			return rec, err
+		}
+		if rec.Tenant, err = a.bookTo(ctx, rec); err != nil {
 			return rec, err
 		}
 		if err := a.o.Store.Put(ctx, rec); err != nil {
@@ -68,8 +72,12 @@ func (a *Auditor) book(ctx context.Context, r *run, b batchapi.Batch, rec Record
 		notes = append(notes, fmt.Sprintf("%d unreadable lines not booked", unreadable))
 	}
 
-	e := ledger.Entry{Tenant: Unattributed, Month: ledger.MonthOf(cmp.Or(b.CreatedAt, rec.CreatedAt, rec.AlertedAt)), Path: ledger.Batch,
-		Unit: LedgerUnit(b.ID), Alias: alias, Deployment: dep, Usage: ledger.Usage{
+	unit, tenantID := LedgerUnit(b.ID), cmp.Or(rec.Tenant, Unattributed)
+	if rec.Job != "" {
+		unit = OrphanUnit(b.ID)
+	}
+	e := ledger.Entry{Tenant: tenantID, Month: ledger.MonthOf(cmp.Or(b.CreatedAt, rec.CreatedAt, rec.AlertedAt)), Path: ledger.Batch,
+		Unit: unit, Alias: alias, Deployment: dep, Usage: ledger.Usage{
 			PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens,
 			ReasoningTokens: u.ReasoningTokens, Requests: u.Requests, Refusals: u.Refusals}}
 	if alias != Unknown {
@@ -78,8 +86,10 @@ func (a *Auditor) book(ctx context.Context, r *run, b batchapi.Batch, rec Record
 		}
 	}
 	if e.Requests > 0 || e.PromptTokens > 0 || e.CompletionTokens > 0 {
-		if err := a.ensureTenant(ctx, r); err != nil {
-			return rec, err
+		if tenantID == Unattributed {
+			if err := a.ensureTenant(ctx, r); err != nil {
+				return rec, err
+			}
 		}
 		if err := a.o.Ledger.Record(ctx, e); err != nil {
 			return rec, fmt.Errorf("record usage: %w", err)
@@ -95,8 +105,25 @@ func (a *Auditor) book(ctx context.Context, r *run, b batchapi.Batch, rec Record
 	ev.Str("status", rec.Status).Str("alias", alias).Str("deployment", dep).Str("month", e.Month.String()).
 		Int64("requests", e.Requests).Int64("refusals", e.Refusals).
 		Int64("prompt_tokens", e.PromptTokens).Int64("completion_tokens", e.CompletionTokens).Int64("cost_nano_usd", int64(e.Cost)).
-		Msg("second-door batch usage booked to tenant " + Unattributed)
+		Str("booked_tenant", tenantID).Str("unit", unit).Msg("usage of a batch no job claims booked")
 	return rec, nil
+}
+
+// bookTo is the tenant an ended batch's usage goes to: for an orphan, the
+// tenant its metadata names if it exists; else Unattributed.
+func (a *Auditor) bookTo(ctx context.Context, rec Record) (string, error) {
+	if rec.Job == "" || rec.Tenant == "" || rec.Tenant == Unattributed {
+		return Unattributed, nil
+	}
+	_, err := a.o.Tenants.Get(ctx, rec.Tenant)
+	switch {
+	case err == nil:
+		return rec.Tenant, nil
+	case errors.Is(err, tenant.ErrNotFound):
+		return Unattributed, nil
+	default:
+		return "", fmt.Errorf("read tenant %s: %w", rec.Tenant, err)
+	}
 }
 
 // meter adds the usage of every line of an output or error file to u and

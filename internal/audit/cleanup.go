@@ -40,7 +40,7 @@ func (a *Auditor) cleanup(ctx context.Context, r *run) {
 			if ours {
 				running++
 			}
-		case r.inv.active[job]:
+		case r.inv.active[job] != "":
 			mark(keep, ids...)
 		default:
 			for _, id := range ids {
@@ -56,7 +56,7 @@ func (a *Auditor) cleanup(ctx context.Context, r *run) {
 	for _, f := range r.inv.files {
 		switch job := offpathInput(f); {
 		case job == "":
-		case r.inv.active[job]:
+		case r.inv.active[job] != "":
 			keep[f.ID] = true
 		default:
 			owner[f.ID] = job

@@ -10,8 +10,13 @@
 // # Whose is it
 //
 // A batch offpath created carries its submission key in its metadata
-// (offpath_job, offpath_part, offpath_attempt; see package batchapi). An
-// input file offpath uploaded has purpose "batch" and is named
+// (offpath_job, offpath_part, offpath_attempt; see package batchapi), and
+// it is offpath's only if its job claims it: the job's part names it (now
+// or among its earlier attempts), or will (the part is not harvested, has
+// recorded no other batch for the batch's attempt, and has not moved to a
+// later one, so the poller adopts it by its key). A batch with the key and
+// no such claim is an orphan: its job row was lost, or moved on without it.
+// An input file offpath uploaded has purpose "batch" and is named
 // {job}.part{N}.jsonl with a well-formed job id. The output and error
 // files of a batch belong to that batch. Anything else is someone else's.
 //
@@ -28,6 +33,9 @@
 // batch may be about to be created on it. Alerts carry ids, times and
 // counts, never prompt or answer text; nothing the audit logs does either.
 //
+// An orphan raises one "batch_orphaned" alert instead, with the same
+// fields plus the job, part and attempt of its key and its tenant.
+//
 // The alert is raised first and then recorded. A crash (or a failed write)
 // in between raises it again next run: at least once, never not at all.
 //
@@ -39,7 +47,10 @@
 // lines Azure ran are requests with their usage, refusals are counted.
 // The sum goes to the ledger under tenant "unattributed", path batch, unit
 // "second-door:{batch id}" (so that booking again rewrites the same row),
-// in the month the batch was created. The deployment is the model named on
+// in the month the batch was created. An orphan's goes to the tenant its
+// "tenant" metadata names, if that tenant exists (else "unattributed"),
+// unit "orphan:{batch id}"; the tenant is decided and recorded before the
+// first booking, so every booking writes the same row. The deployment is the model named on
 // the input file's first line; its alias is the first alias, by name,
 // whose batch deployments include it, and the cost is that alias's batch
 // price. A deployment the catalog does not know, or an input file that is

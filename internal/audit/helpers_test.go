@@ -175,7 +175,7 @@ func newEnv(t testing.TB, tweak ...func(*aoaisim.Config)) *env {
 		},
 	}
 	e.ledger = &countingLedger{Ledger: e.tables.ledger, records: map[string]int{}}
-	e.opts = audit.Options{Azure: client, Active: e.tables.jobs, Store: e.tables.audit, Ledger: e.ledger,
+	e.opts = audit.Options{Azure: client, Active: e.tables.jobs, Jobs: e.tables.jobs, Store: e.tables.audit, Ledger: e.ledger,
 		Tenants: e.tables.tenants, Catalog: cat, Alerts: e.alerts, Now: e.now}
 	return e
 }
@@ -271,12 +271,40 @@ func (e *env) directBatch(name, content string) *openai.Batch {
 	return b
 }
 
-// offpathBatch uploads an input named as offpath names them and creates a
-// batch carrying offpath's submission key, through the batchapi client.
+// offpathBatch uploads an input named as offpath names them, creates a
+// batch carrying offpath's submission key through the batchapi client, and
+// records it on the job's part, as the poller does (the job row is made
+// if there is none).
 func (e *env) offpathBatch(jobID string, part int, content string) batchapi.Batch {
 	e.t.Helper()
+	b := e.keyedBatch(jobID, part, content)
+	ctx := context.Background()
+	j, err := e.tables.jobs.Get(ctx, "contoso", jobID)
+	if errors.Is(err, batch.ErrNotFound) {
+		j, err = e.tables.jobs.Create(ctx, batch.Job{ID: jobID, Tenant: "contoso", Alias: "summarize", State: batch.Submitted,
+			Created: time.Now().UTC()}, "")
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for len(j.Parts) <= part {
+		j.Parts = append(j.Parts, batch.Part{Index: len(j.Parts), Deployment: batchDep, Status: batch.PartPending})
+	}
+	j.Parts[part].Status, j.Parts[part].BatchID, j.Parts[part].InputFileID = batch.PartSubmitted, b.ID, b.InputFileID
+	if _, err := e.tables.jobs.Update(ctx, j); err != nil {
+		e.t.Fatal(err)
+	}
+	return b
+}
+
+// keyedBatch is offpathBatch without the job's record of it: the batch
+// carries offpath's key (and tenant contoso in its metadata), and no job
+// claims it.
+func (e *env) keyedBatch(jobID string, part int, content string) batchapi.Batch {
+	e.t.Helper()
 	f := e.offpathFile(jobID, part, content)
-	c, err := e.azure.CreateBatch(context.Background(), batchapi.Submission{InputFileID: f.ID, JobID: jobID, Part: part})
+	c, err := e.azure.CreateBatch(context.Background(), batchapi.Submission{InputFileID: f.ID, JobID: jobID, Part: part,
+		Metadata: map[string]string{"tenant": "contoso", "alias": "summarize"}})
 	if err != nil {
 		e.t.Fatalf("CreateBatch: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/batchapi"
 )
 
@@ -16,7 +17,7 @@ type inventory struct {
 	files   []batchapi.File
 	byID    map[string]batchapi.File
 	batches []batchapi.Batch
-	active  map[string]bool // job ids
+	active  map[string]string // job id → tenant
 	seen    map[Kind]map[string]Record
 }
 
@@ -38,7 +39,7 @@ func (a *Auditor) Run(ctx context.Context) (Summary, error) {
 	a.strayFiles(ctx, r)
 	a.cleanup(ctx, r)
 	zerolog.Ctx(ctx).Info().Str("event", "batch_audit").
-		Int("batches", sum.Batches).Int("offpath_batches", sum.Offpath).Int("unknown_batches", sum.Unknown).
+		Int("batches", sum.Batches).Int("offpath_batches", sum.Offpath).Int("orphaned_batches", sum.Orphans).Int("unknown_batches", sum.Unknown).
 		Int("batches_alerted", sum.Alerted).Int("batches_booked", sum.Booked).
 		Int("files", sum.Files).Int("files_alerted", sum.FilesAlerted).Int("files_deleted", sum.Deleted).
 		Int("errors", sum.Errors).Msg("second-door audit done")
@@ -53,17 +54,35 @@ func (a *Auditor) Run(ctx context.Context) (Summary, error) {
 func (a *Auditor) batches(ctx context.Context, r *run) {
 	seen := r.inv.seen[KindBatch]
 	for _, b := range r.inv.batches {
-		if _, _, _, ok := b.Submission(); ok {
-			r.sum.Offpath++
-			continue
-		}
-		r.sum.Unknown++
 		log := zerolog.Ctx(ctx).With().Str("batch_id", b.ID).Logger()
 		rec, known := seen[b.ID]
+		_, _, _, keyed := b.Submission()
+		if keyed && !known {
+			c, err := a.whose(ctx, r, b)
+			if err != nil {
+				log.Warn().Err(err).Msg("job of an offpath batch not read; judged next run")
+				r.sum.Errors++
+				r.sum.Offpath++
+				continue
+			}
+			if c == claimed {
+				r.sum.Offpath++
+				continue
+			}
+		}
+		if keyed {
+			r.sum.Orphans++
+		} else {
+			r.sum.Unknown++
+		}
 		if !known {
 			// Alert first, then remember: a crash in between alerts again
 			// next run, never not at all.
-			rec = a.alertBatch(ctx, r, b)
+			if keyed {
+				rec = a.alertOrphan(ctx, r, b)
+			} else {
+				rec = a.alertBatch(ctx, r, b, AlertSecondDoor)
+			}
 			r.sum.Alerted++
 			if err := a.o.Store.Put(ctx, rec); err != nil {
 				log.Error().Err(err).Msg("second-door batch alerted but not recorded; it is alerted again next run")
@@ -97,6 +116,8 @@ type run struct {
 	sum *Summary
 	// tenantReady is set once the Unattributed tenant is known to exist.
 	tenantReady bool
+	// jobs are the jobs read to judge offpath's batches, by id.
+	jobs map[string]batch.Job
 }
 
 // read lists files, then batches, then the active jobs, in that order.
@@ -106,7 +127,7 @@ type run struct {
 // before anything of it is uploaded, so a job marked after the read cannot
 // own a file listed before it.
 func (a *Auditor) read(ctx context.Context) (*inventory, error) {
-	inv := &inventory{now: a.now(), byID: map[string]batchapi.File{}, active: map[string]bool{}, seen: map[Kind]map[string]Record{}}
+	inv := &inventory{now: a.now(), byID: map[string]batchapi.File{}, active: map[string]string{}, seen: map[Kind]map[string]Record{}}
 	for f, err := range a.o.Azure.ListFiles(ctx, "") {
 		if err != nil {
 			return nil, wrap("list files", err)
@@ -132,7 +153,7 @@ func (a *Auditor) read(ctx context.Context) (*inventory, error) {
 		return nil, wrap("list active jobs", err)
 	}
 	for _, r := range refs {
-		inv.active[r.ID] = true
+		inv.active[r.ID] = r.Tenant
 	}
 	for _, k := range []Kind{KindBatch, KindFile} {
 		recs, err := a.o.Store.Load(ctx, k)

@@ -67,8 +67,22 @@
 // taken by such a write, so that two pollers never both do it; a crashed
 // poller's lease runs out after LeaseTTL and the next poll takes over.
 // Creates carry the submission key (job, part, attempt) in the batch's
-// metadata, and a create that may have happened is looked up before it is
-// tried again (package batchapi), so a part never becomes two Azure jobs.
+// metadata, so a part never becomes two Azure jobs, whatever reply is lost
+// (the create window):
+//
+//   - the claim marks the part MaybeCreated before anything is sent; an
+//     admission after one that may have uploaded looks for the part's file
+//     by name ({job}.part{N}.jsonl) and size before uploading again;
+//   - the input file id is recorded on the part before the create is sent;
+//   - every create looks its submission key up first (package batchapi;
+//     the lookup stops at batches older than the job), so a create whose
+//     reply was lost, or whose record failed, or a job row that storage
+//     lost recent writes of, finds its batch: a batch found by its key is
+//     the part's whatever input file it names; it is adopted, polled and
+//     harvested, and the extra file is deleted.
+//
+// A batch with the key whose job row is gone altogether is found by the
+// second-door audit (package audit) as an orphan, alerted and booked.
 //
 // The harvest of a part is copy → parse → ledger → delete → mark. The copy
 // of the output and error files into the results container (with their

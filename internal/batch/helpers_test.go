@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/rs/zerolog"
 
@@ -85,6 +86,9 @@ type env struct {
 	opts    batch.Options
 	svc     *batch.Service
 	tenants map[string]tenant.Tenant
+	// tables and suffix make more tables next to the env's (the audit's).
+	tables *aztables.ServiceClient
+	suffix string
 }
 
 type envConfig struct {
@@ -125,6 +129,7 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 	}
 	n := fmt.Sprintf("%d%d", time.Now().UnixNano()%1_000_000_000, seq.Add(1))
 	e := &env{t: t, sim: sim, simURL: ts.URL, azure: client, alerts: &alerttest.Recorder{}, tenants: map[string]tenant.Tenant{},
+		tables: svc, suffix: n,
 		jobs:   tablestore.NewJobs(svc, "bjobs"+n, nil),
 		ledger: &countingLedger{Ledger: tablestore.NewLedger(svc, tablestore.LedgerOptions{Table: "bled" + n}), records: map[string]int{}},
 		blobs:  blobstore.New(bc, blobstore.Options{}),

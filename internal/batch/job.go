@@ -178,7 +178,9 @@ type Part struct {
 	Attempt       int       `json:"attempt"`
 	Refusals      int       `json:"refusals,omitempty"`
 	NextAttemptAt time.Time `json:"next_attempt_at,omitzero"`
-	// MaybeCreated: the last create's outcome is unknown; look it up first.
+	// MaybeCreated: the last upload's or create's outcome is unknown: the
+	// next admission looks for the part's input file by name before
+	// uploading (creates always look their batch up first).
 	MaybeCreated bool `json:"maybe_created,omitempty"`
 
 	InputFileID string `json:"input_file_id,omitempty"`

@@ -79,6 +79,7 @@ type Blobs interface {
 type Azure interface {
 	UploadFile(ctx context.Context, filename string, body io.Reader, size int64) (batchapi.File, error)
 	AwaitFile(ctx context.Context, id string, interval time.Duration) (batchapi.File, error)
+	FindFile(ctx context.Context, filename string) (batchapi.File, bool, error)
 	CreateBatch(ctx context.Context, s batchapi.Submission) (batchapi.Created, error)
 	GetBatch(ctx context.Context, id string) (batchapi.Batch, error)
 	CancelBatch(ctx context.Context, id string) (batchapi.Batch, error)

@@ -42,14 +42,26 @@ func (s *Service) admitPart(ctx context.Context, t *tick, c candidate) error {
 	}
 	p := j.Parts[i]
 	fileID := p.InputFileID
-	var created batchapi.Created
-	if fileID == "" {
-		fileID, err = s.upload(ctx, &j, &p)
+	uploading := fileID == ""
+	if uploading {
+		if fileID, err = s.inputFile(ctx, &j, &p, maybe); err == nil {
+			j, err = s.recordInputFile(ctx, t, j, i, fileID)
+		}
 	}
+	var created batchapi.Created
 	createCalled := err == nil
 	if createCalled {
+		// Always looked up first: a batch is this part's if it carries the
+		// part's submission key, whatever this row remembers, and the row
+		// may be stale. Since bounds the lookup to the job's lifetime.
 		created, err = s.o.Azure.CreateBatch(ctx, batchapi.Submission{InputFileID: fileID, JobID: j.ID, Part: p.Index,
-			Attempt: p.Attempt, MaybeCreated: maybe, Metadata: map[string]string{"tenant": j.Tenant, "alias": j.Alias}})
+			Attempt: p.Attempt, MaybeCreated: true, Since: j.Created, Metadata: map[string]string{"tenant": j.Tenant, "alias": j.Alias}})
+	}
+	extra := ""
+	if err == nil && created.Batch.InputFileID != "" && created.Batch.InputFileID != fileID {
+		// Found by its key on a file uploaded before this one (its reply
+		// was lost, or this row forgot it): that is the part's file.
+		extra, fileID = fileID, created.Batch.InputFileID
 	}
 	var events []partEvent
 	stored, uerr := s.update(ctx, j, func(j *Job) error {
@@ -69,8 +81,12 @@ func (s *Service) admitPart(ctx context.Context, t *tick, c candidate) error {
 			}
 			return nil
 		}
-		q.InputFileID = fileID
-		if !createCalled {
+		if fileID != "" {
+			q.InputFileID = fileID
+		}
+		if !createCalled && !uploading {
+			// Neither an upload nor a create was sent: nothing can have
+			// happened at Azure. (After an upload, its file may exist.)
 			q.MaybeCreated = maybe
 		}
 		if ev := s.applyCreate(q, created, err); ev != "" {
@@ -92,10 +108,59 @@ func (s *Service) admitPart(ctx context.Context, t *tick, c candidate) error {
 	}
 	log.Info().Str("batch_id", created.Batch.ID).Str("deployment", p.Deployment).Int64("estimated_tokens", p.EstimatedTokens).
 		Bool("recovered", created.Recovered).Msg("batch part submitted")
+	if extra != "" && uerr == nil {
+		if derr := s.o.Azure.DeleteFile(ctx, extra); derr != nil && !errors.Is(derr, batchapi.ErrNotFound) {
+			log.Warn().Err(derr).Str("file_id", extra).Msg("extra input file not deleted; the audit deletes it once the job has ended")
+		}
+	}
 	return uerr
 }
 
 var errSkipAdmit = errors.New("part no longer pending")
+
+// inputFile returns the Azure file of the part's input: when an earlier
+// admission may have uploaded it (its reply lost, or the process stopped
+// before recording it), the newest file with the part's name and size, if
+// Azure processed it; else a new upload.
+func (s *Service) inputFile(ctx context.Context, j *Job, p *Part, maybe bool) (string, error) {
+	if maybe {
+		f, ok, err := s.o.Azure.FindFile(ctx, inputFilename(j.ID, p.Index))
+		if err != nil {
+			return "", fmt.Errorf("look up an earlier upload: %w", err)
+		}
+		if ok && f.Bytes == p.Bytes && f.Status != "error" {
+			if f, err = s.o.Azure.AwaitFile(ctx, f.ID, time.Second); err == nil {
+				zerolog.Ctx(ctx).Info().Str("file_id", f.ID).Msg("input file of an earlier admission found; not uploaded again")
+				return f.ID, nil
+			}
+			if outcome.Of(err) != outcome.Rejected {
+				return "", err
+			}
+		}
+	}
+	return s.upload(ctx, j, p)
+}
+
+// recordInputFile writes the part's input file id before the create is
+// sent, so that whatever happens to the create's reply, the row knows the
+// file (and the submission key: job, part, attempt) the batch is made of.
+func (s *Service) recordInputFile(ctx context.Context, t *tick, j Job, i int, fileID string) (Job, error) {
+	stored, err := s.update(ctx, j, func(j *Job) error {
+		if j.Lease.Owner != t.owner && j.leasedByOther(t.owner, s.now()) {
+			return errLeaseLost
+		}
+		if q := &j.Parts[i]; q.Status == PartPending && q.InputFileID == "" {
+			q.InputFileID = fileID
+		}
+		return nil
+	})
+	if err != nil {
+		return j, fmt.Errorf("record input file %s: %w", fileID, err)
+	}
+	return stored, nil
+}
+
+func inputFilename(jobID string, part int) string { return fmt.Sprintf("%s.part%d.jsonl", jobID, part) }
 
 // upload sends the part's stored input to Azure and waits until the file
 // is processed.
@@ -105,7 +170,7 @@ func (s *Service) upload(ctx context.Context, j *Job, p *Part) (string, error) {
 		return "", fmt.Errorf("open input: %w", err)
 	}
 	defer body.Close()
-	f, err := s.o.Azure.UploadFile(ctx, fmt.Sprintf("%s.part%d.jsonl", j.ID, p.Index), body, p.Bytes)
+	f, err := s.o.Azure.UploadFile(ctx, inputFilename(j.ID, p.Index), body, p.Bytes)
 	if err != nil {
 		return "", err
 	}

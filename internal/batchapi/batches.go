@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -33,9 +34,14 @@ type Submission struct {
 	// and offpath uses 3); keys starting with "offpath_" are refused.
 	Metadata map[string]string
 	// MaybeCreated says an earlier call for this submission may have created
-	// the batch (it returned ErrAmbiguous, or the process stopped during it):
-	// CreateBatch then looks for it before creating.
+	// the batch (it returned ErrAmbiguous, the process stopped during it, or
+	// the caller's record of it may be lost or stale): CreateBatch then
+	// looks for it before creating.
 	MaybeCreated bool
+	// Since bounds that lookup: batches created before it (less a minute
+	// for clock skew) cannot be this submission's, and the newest-first
+	// listing stops there. Zero examines LookupLimit batches.
+	Since time.Time
 }
 
 // Created is the outcome of CreateBatch.
@@ -48,7 +54,11 @@ type Created struct {
 	EnqueuedTokens    int64
 	MaxEnqueuedTokens int64
 	// Recovered is true when the batch was found by its submission key
-	// rather than created by this call.
+	// rather than created by this call. The batch found is the
+	// submission's whatever input file it names: Batch.InputFileID may
+	// differ from the Submission's when an earlier upload's reply was lost
+	// and the file uploaded again; the caller keeps the batch's file and
+	// deletes its own.
 	Recovered bool
 }
 
@@ -86,7 +96,7 @@ func (c *Client) CreateBatch(ctx context.Context, s Submission) (Created, error)
 	}
 	log := c.log.With().Str("offpath_job", s.JobID).Int("part", s.Part).Int("attempt", s.Attempt).Logger()
 	if s.MaybeCreated {
-		b, ok, err := c.FindBatch(ctx, s.JobID, s.Part, s.Attempt)
+		b, ok, err := c.findBatch(ctx, s.JobID, s.Part, s.Attempt, s.Since)
 		if err != nil {
 			return Created{}, fmt.Errorf("create batch: look up earlier attempt: %w: %w", ErrAmbiguous, err)
 		}
@@ -108,7 +118,7 @@ func (c *Client) CreateBatch(ctx context.Context, s Submission) (Created, error)
 		}
 		if ambiguous {
 			log.Warn().Err(err).Int("try", n).Msg("batch create outcome unknown; looking it up")
-			b, ok, ferr := c.FindBatch(ctx, s.JobID, s.Part, s.Attempt)
+			b, ok, ferr := c.findBatch(ctx, s.JobID, s.Part, s.Attempt, s.Since)
 			if ferr != nil {
 				return Created{}, fmt.Errorf("create batch: %w: %w (lookup: %w)", ErrAmbiguous, err, ferr)
 			}
@@ -163,18 +173,25 @@ func (c *Client) createOnce(ctx context.Context, s Submission, md map[string]str
 }
 
 func (c *Client) recovered(b Batch, s Submission) (Created, error) {
-	if b.InputFileID != "" && b.InputFileID != s.InputFileID {
-		return Created{}, fmt.Errorf("create batch: %w", outcome.Reject("submission key reused",
-			fmt.Errorf("%w: batch %s carries job %s part %d attempt %d but input file %s, not %s",
-				ErrConflict, b.ID, s.JobID, s.Part, s.Attempt, b.InputFileID, s.InputFileID)))
+	ev := c.log.Info()
+	if b.InputFileID != s.InputFileID {
+		ev = c.log.Warn().Str("input_file_id", b.InputFileID).Str("submitted_file_id", s.InputFileID)
 	}
-	c.log.Info().Str("batch_id", b.ID).Str("offpath_job", s.JobID).Int("part", s.Part).Int("attempt", s.Attempt).Msg("batch found by submission key")
+	ev.Str("batch_id", b.ID).Str("offpath_job", s.JobID).Int("part", s.Part).Int("attempt", s.Attempt).Msg("batch found by submission key")
 	return Created{Batch: b, EnqueuedTokens: -1, MaxEnqueuedTokens: -1, Recovered: true}, nil
 }
 
 // FindBatch looks for the batch carrying a submission key among the
 // LookupLimit newest batches (the list is newest first).
 func (c *Client) FindBatch(ctx context.Context, jobID string, part, attempt int) (Batch, bool, error) {
+	return c.findBatch(ctx, jobID, part, attempt, time.Time{})
+}
+
+// lookupSkew is how much earlier than a submission's Since a batch may be
+// stamped by Azure's clock and still be looked at.
+const lookupSkew = time.Minute
+
+func (c *Client) findBatch(ctx context.Context, jobID string, part, attempt int, since time.Time) (Batch, bool, error) {
 	seen := 0
 	for b, err := range c.ListBatches(ctx) {
 		if err != nil {
@@ -182,6 +199,9 @@ func (c *Client) FindBatch(ctx context.Context, jobID string, part, attempt int)
 		}
 		if j, p, a, ok := b.Submission(); ok && j == jobID && p == part && a == attempt {
 			return b, true, nil
+		}
+		if !since.IsZero() && !b.CreatedAt.IsZero() && b.CreatedAt.Before(since.Add(-lookupSkew)) {
+			break
 		}
 		if seen++; seen >= c.cfg.LookupLimit {
 			break

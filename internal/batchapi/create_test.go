@@ -209,10 +209,15 @@ func TestCreate_NewAttemptIsANewBatch(t *testing.T) {
 	if err != nil || second.Recovered || second.Batch.ID == first.Batch.ID {
 		t.Errorf("attempt 1 = %+v, %v; want a new batch", second, err)
 	}
+	// An upload whose reply was lost is uploaded again: the batch found by
+	// the key is still the submission's, with the file it was created on.
 	other := upload(t, ctx, c, writeInput(t, t.TempDir(), "n", batchDep, items(2, "t")))
-	_, err = c.CreateBatch(ctx, batchapi.Submission{InputFileID: other.ID, JobID: "n", MaybeCreated: true})
-	if !errors.Is(err, batchapi.ErrConflict) {
-		t.Errorf("reused key with another file: error = %v, want ErrConflict", err)
+	again, err := c.CreateBatch(ctx, batchapi.Submission{InputFileID: other.ID, JobID: "n", MaybeCreated: true, Since: time.Now()})
+	if err != nil || !again.Recovered || again.Batch.ID != first.Batch.ID || again.Batch.InputFileID != file.ID {
+		t.Errorf("same key, another file = %+v, %v; want batch %s recovered on its own file %s", again, err, first.Batch.ID, file.ID)
+	}
+	if n := len(env.sim.State().Batches); n != 2 {
+		t.Errorf("%d batches, want 2 (attempts 0 and 1)", n)
 	}
 	for name, s := range map[string]batchapi.Submission{
 		"no file":       {JobID: "n"},

@@ -12,7 +12,10 @@
 // SDK never retries. Each batch carries offpath's submission key in its
 // metadata (offpath_job, offpath_part, offpath_attempt); a create whose
 // outcome is unknown is resolved by listing batches and finding that key
-// before anything is sent again. See [Client.CreateBatch].
+// before anything is sent again (Submission.MaybeCreated; Submission.Since
+// stops the newest-first listing at batches older than the job). A batch
+// found by its key is the submission's whatever input file it names. See
+// [Client.CreateBatch].
 //
 // # Streaming
 //

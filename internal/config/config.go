@@ -80,6 +80,9 @@ type Handler struct {
 	Nightly *Nightly `json:"nightly,omitempty"`
 	// Ingest configures the queue path (see Ingest).
 	Ingest Ingest `json:"ingest"`
+	// Reconcile configures the reconcile timer; nil without
+	// OFFPATH_AOAI_RESOURCE_ID (see Reconcile).
+	Reconcile *Reconcile `json:"reconcile,omitempty"`
 }
 
 // LoadHandler reads the handler's configuration. readFile reads host.json.
@@ -145,6 +148,7 @@ func LoadHandler(getenv func(string) string, readFile func(string) ([]byte, erro
 	errs = append(errs, c.loadBatch(getenv)...)
 	errs = append(errs, c.loadNightly(getenv)...)
 	errs = append(errs, c.loadIngest(getenv, readFile)...)
+	errs = append(errs, c.loadReconcile(getenv)...)
 	return c, errors.Join(errs...)
 }
 

@@ -75,6 +75,7 @@ var documentedRoles = map[string]string{
 	"69a216fc-b8fb-44d8-bc22-1f3c2cd27a39": "Azure Service Bus Data Sender",
 	"5e0bd9bd-7b93-4f28-af87-19fc36ad61bd": "Cognitive Services OpenAI User",
 	"3913510d-42f4-4e42-8a64-420c390055eb": "Monitoring Metrics Publisher",
+	"43d0d8ad-25c7-4714-9337-8ba259a9fe05": "Monitoring Reader",
 	"7f951dda-4ed3-4680-a7ca-43fe172d538d": "AcrPull",
 }
 

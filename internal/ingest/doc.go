@@ -32,8 +32,13 @@
 //
 // Processing is idempotent per document version (blob URL and ETag): a
 // redelivered message for a version already finished does nothing and
-// meters nothing; ledger rows have deterministic keys, so a retry after a
-// crash rewrites the same rows; the result is staged and committed in one
+// meters nothing. Every model call is metered when it returns, into rows
+// keyed by the version and the delivery (AttemptUnit): the same delivery
+// rewrites its rows, a new delivery adds its own, so the spend of a
+// delivery that crashed or was retried stays in the ledger, unfinished
+// (an abandoned attempt), and the ledger holds what Azure billed; the
+// delivery that ends the document marks its rows finished and those of
+// earlier deliveries abandoned. The result is staged and committed in one
 // step (package docblob), so no partial result is ever visible, and it is
 // committed after the usage is recorded and before the status says done.
 //

@@ -84,8 +84,9 @@ func (s *stack) offpath(args ...string) (string, error) {
 type stackOptions struct {
 	sim             func(*aoaisim.Config)
 	settings        map[string]string
-	maxDelivery     int    // default 10
-	functionTimeout string // default "00:01:00"
+	maxDelivery     int           // default 10
+	functionTimeout string        // default "00:01:00"
+	lockDuration    time.Duration // default 5 s
 }
 
 type stack struct {
@@ -193,7 +194,11 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	if maxDelivery == 0 {
 		maxDelivery = 10
 	}
-	if s.broker, err = sbemu.New(queues, s.blobs, sbemu.Options{LockDuration: 5 * time.Second, MaxDeliveryCount: maxDelivery}); err != nil {
+	lock := o.lockDuration
+	if lock == 0 {
+		lock = 5 * time.Second
+	}
+	if s.broker, err = sbemu.New(queues, s.blobs, sbemu.Options{LockDuration: lock, MaxDeliveryCount: maxDelivery}); err != nil {
 		t.Fatal(err)
 	}
 	svc, err := tablestore.NewServiceClient(tablestore.Connection{ConnectionString: s.az.ConnectionString()})
@@ -308,7 +313,7 @@ func (s *stack) usage(tenantID, name, etag string) []ledger.Entry {
 	}
 	var out []ledger.Entry
 	for _, e := range all {
-		if e.Unit == "ingest:"+name+"@"+etag {
+		if strings.HasPrefix(e.Unit, "ingest:"+name+"@"+etag+"#") {
 			out = append(out, e)
 		}
 	}

@@ -116,6 +116,19 @@ func (l *memLedger) RecordBatch(_ context.Context, entries []ledger.Entry) error
 	return nil
 }
 
+func (l *memLedger) Abandon(_ context.Context, entries []ledger.Entry) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range entries {
+		k := e.Tenant + "|" + e.Month.String() + "|" + e.Key()
+		if r, ok := l.rows[k]; ok {
+			r.Unfinished = true
+			l.rows[k] = r
+		}
+	}
+	return nil
+}
+
 func (l *memLedger) entries() []ledger.Entry {
 	l.mu.Lock()
 	defer l.mu.Unlock()

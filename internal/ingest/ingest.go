@@ -50,6 +50,8 @@ type Statuses interface {
 // Ledger records usage; *tablestore.Ledger is one.
 type Ledger interface {
 	RecordBatch(ctx context.Context, entries []ledger.Entry) error
+	// Abandon marks existing rows (by key) as unfinished attempts.
+	Abandon(ctx context.Context, entries []ledger.Entry) error
 }
 
 // Models embeds and summarises; *llm.Client is one.

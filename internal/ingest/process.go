@@ -215,10 +215,11 @@ func (j *job) process(ctx context.Context) (document.Status, error) {
 		if emb.Model != "" {
 			j.embedModel = emb.Model
 		}
+		if err != nil && outcome.Of(err) == outcome.Refused {
+			j.refusedAt = j.embed.Name
+		}
+		j.meterCall(ctx)
 		if err != nil {
-			if outcome.Of(err) == outcome.Refused {
-				j.refusedAt = j.embed.Name
-			}
 			return err
 		}
 		for i, c := range group {
@@ -256,11 +257,14 @@ func (j *job) process(ctx context.Context) (document.Status, error) {
 	sum, summaryErr := p.o.Models.Summarize(ctx, j.chat.Name, string(head), p.o.SummaryMaxTokens)
 	j.chatUsage, j.chatTrace = sum.Usage, sum.Trace
 	var summaryRefusal *llm.Refusal
+	if summaryErr != nil && outcome.Of(summaryErr) == outcome.Refused && errors.As(summaryErr, &summaryRefusal) {
+		j.refusedAt = j.chat.Name
+	}
+	j.meterCall(ctx)
 	if summaryErr != nil {
-		if outcome.Of(summaryErr) != outcome.Refused || !errors.As(summaryErr, &summaryRefusal) {
+		if summaryRefusal == nil {
 			return document.Status{}, summaryErr
 		}
-		j.refusedAt = j.chat.Name
 		j.log.Warn().Str("stage", summaryRefusal.Stage).Strs("categories", summaryRefusal.Categories).
 			Msg("the content filter refused the summary; the chunks are indexed without it")
 	}
@@ -395,28 +399,61 @@ func (j *job) save(ctx context.Context, change func(st *document.Status)) (docum
 }
 
 // meter records what the model calls of this attempt cost, one row per
-// deployment, under keys that depend only on the document version: a
-// retry rewrites the same rows.
+// deployment, finished: the document has its outcome. Earlier deliveries
+// of this version did not finish it (or this one would have nothing to
+// do), even if one of them got as far as its own final meter: their rows
+// are marked abandoned.
 func (j *job) meter(ctx context.Context) error {
+	if err := j.record(ctx, false); err != nil {
+		return fmt.Errorf("meter usage: %w", err)
+	}
+	var earlier []ledger.Entry
+	for d := 1; d < j.d.DeliveryCount; d++ {
+		for _, dep := range []string{j.embed.Name, j.chat.Name} {
+			earlier = append(earlier, j.entry(dep, d))
+		}
+	}
+	if err := j.p.o.Ledger.Abandon(ctx, earlier); err != nil {
+		return fmt.Errorf("meter usage: %w", err)
+	}
+	return nil
+}
+
+// entry is the ledger row of one deployment and delivery of this version,
+// without its usage.
+func (j *job) entry(dep string, delivery int) ledger.Entry {
 	month := ledger.MonthOf(j.d.EnqueuedTime)
 	if j.d.EnqueuedTime.IsZero() {
 		month = ledger.MonthOf(j.started)
 	}
-	unit := "ingest:" + j.name.Name + "@" + j.msg.ETag
-	if len(unit) > ledger.MaxUnitLen {
-		sum := sha256.Sum256([]byte(j.msg.BlobURL + "\x00" + j.msg.ETag))
-		unit = "ingest:sha256:" + hex.EncodeToString(sum[:])
+	return ledger.Entry{Tenant: j.msg.Tenant, Month: month, Path: ledger.Queue, Alias: j.msg.ModelAlias, Deployment: dep,
+		Unit: AttemptUnit(j.name.Name, j.msg.BlobURL, j.msg.ETag, delivery)}
+}
+
+// meterCall records, as a model call returns, what this attempt has spent
+// so far, unfinished: if the process dies or the delivery is retried from
+// here, the ledger still holds what Azure billed for it. A failure is only
+// logged: the attempt goes on, and its final meter writes the same rows.
+func (j *job) meterCall(ctx context.Context) {
+	if err := j.record(ctx, true); err != nil {
+		j.log.Warn().Err(err).Msg("usage of a model call not recorded yet; recorded when the document ends")
 	}
+}
+
+// record writes the attempt's usage so far, one row per deployment, under
+// the attempt's unit: the document version and the delivery. A redelivery
+// of the same attempt rewrites the same rows, a new one adds its own, so
+// that each delivery's spend is kept, finished or not.
+func (j *job) record(ctx context.Context, unfinished bool) error {
 	var entries []ledger.Entry
 	add := func(dep string, u llm.Usage, t llm.Trace) {
 		if t.Requests == 0 && u.TotalTokens == 0 && u.PromptTokens == 0 && j.refusedAt != dep {
 			return
 		}
-		e := ledger.Entry{Tenant: j.msg.Tenant, Month: month, Path: ledger.Queue, Unit: unit, Alias: j.msg.ModelAlias,
-			Deployment: dep, Recorded: j.p.o.Now().UTC(), Usage: ledger.Usage{
-				PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
-				CachedTokens: u.CachedTokens, ReasoningTokens: u.ReasoningTokens, Requests: int64(t.Requests),
-			}}
+		e := j.entry(dep, j.d.DeliveryCount)
+		e.Recorded, e.Unfinished = j.p.o.Now().UTC(), unfinished
+		e.Usage = ledger.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
+			CachedTokens: u.CachedTokens, ReasoningTokens: u.ReasoningTokens, Requests: int64(t.Requests)}
 		if j.refusedAt == dep {
 			e.Refusals = 1
 			e.Requests = max(e.Requests, 1)
@@ -431,10 +468,19 @@ func (j *job) meter(ctx context.Context) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	if err := j.p.o.Ledger.RecordBatch(ctx, entries); err != nil {
-		return fmt.Errorf("meter usage: %w", err)
+	return j.p.o.Ledger.RecordBatch(ctx, entries)
+}
+
+// AttemptUnit is the ledger unit of one delivery of a document version:
+// "ingest:{name}@{etag}#{delivery}", or a digest when that is too long.
+func AttemptUnit(name, blobURL, etag string, delivery int) string {
+	suffix := "#" + strconv.Itoa(max(delivery, 1))
+	unit := "ingest:" + name + "@" + etag + suffix
+	if len(unit) > ledger.MaxUnitLen {
+		sum := sha256.Sum256([]byte(blobURL + "\x00" + etag))
+		unit = "ingest:sha256:" + hex.EncodeToString(sum[:]) + suffix
 	}
-	return nil
+	return unit
 }
 
 // resultSuffix makes a document's name its result's.

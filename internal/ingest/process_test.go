@@ -265,7 +265,12 @@ func TestProcess_Rejections(t *testing.T) {
 	}
 }
 
-func TestProcess_TransientLeavesNoResultAndNoMeter(t *testing.T) {
+// TestProcess_TransientMetersItsAttempt: a delivery that fails after a
+// model call has returned leaves no result, but its spend is in the ledger
+// at once, unfinished, under its own delivery: a redelivery of the same
+// attempt rewrites it, the next attempt adds its own, finished; the ledger
+// holds what the simulator served on each deployment.
+func TestProcess_TransientMetersItsAttempt(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, fixtureOptions{
 		sim: func(c *aoaisim.Config) { c.Faults = []aoaisim.FaultRule{{Route: "chat", ErrorRate: 1}} },
@@ -279,22 +284,42 @@ func TestProcess_TransientLeavesNoResultAndNoMeter(t *testing.T) {
 	if _, _, ok := f.blobs.result("acme/a.txt.jsonl"); ok {
 		t.Error("a result is visible after a failed attempt")
 	}
-	if es := f.ledger.entries(); len(es) != 0 {
-		t.Errorf("ledger = %+v after a failed attempt; the retry meters", es)
+	es := f.ledger.entries()
+	if len(es) != 1 || !es[0].Unfinished || es[0].Deployment != "text-embedding-3-small" || !strings.HasSuffix(es[0].Unit, "#1") {
+		t.Fatalf("ledger = %+v after a failed attempt; want its embedding call, unfinished, under delivery 1", es)
 	}
 	got, _ := f.statuses.Get(context.Background(), "acme", "acme/a.txt")
 	if got.State != document.Retrying || got.Deliveries != 1 || !strings.Contains(got.Reason, "chat") {
 		t.Errorf("status = %+v, want retrying with the reason", got)
 	}
-	// The service recovers: the next delivery finishes it.
+	// The service recovers: the next delivery finishes it, and its rows,
+	// written as each call returned, are rewritten finished.
 	if err := f.sim.SetFaults(nil); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := f.deliver(claim.Body, 2); err != nil || st.State != document.Done || st.Deliveries != 2 {
 		t.Errorf("redelivery = %+v, %v", st, err)
 	}
-	if es := f.ledger.entries(); len(es) != 2 {
-		t.Errorf("ledger after the retry = %d rows, want 2", len(es))
+	served := map[string][2]int64{}
+	for _, d := range f.sim.Stats().Deployments {
+		served[d.Name] = [2]int64{d.PromptTokens, d.CompletionTokens}
+	}
+	metered := map[string][2]int64{}
+	unfinished := 0
+	for _, e := range f.ledger.entries() {
+		m := metered[e.Deployment]
+		metered[e.Deployment] = [2]int64{m[0] + e.PromptTokens, m[1] + e.CompletionTokens}
+		if e.Unfinished {
+			unfinished++
+		}
+	}
+	if n := len(f.ledger.entries()); n != 3 || unfinished != 1 {
+		t.Errorf("ledger after the retry = %d rows, %d unfinished; want 3 (the first attempt's, unfinished, and the second's two)", n, unfinished)
+	}
+	for dep, want := range served {
+		if (want != [2]int64{}) && metered[dep] != want {
+			t.Errorf("%s: ledger %v tokens, simulator served %v", dep, metered[dep], want)
+		}
 	}
 }
 

@@ -72,6 +72,13 @@ type Entry struct {
 	Alias      string
 	Deployment string
 	Usage
+	// Unfinished says the attempt that spent this has not finished its
+	// work: a queue delivery meters each model call as it returns, under
+	// a unit of its own, and marks its rows finished only when the
+	// document ends. A row left unfinished is an abandoned attempt (the
+	// process crashed, or the delivery was retried), or one in progress.
+	// Its tokens were billed all the same: reports count them, apart.
+	Unfinished bool
 	// Recorded is when the entry was (last) written; informational.
 	Recorded time.Time
 }

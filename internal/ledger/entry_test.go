@@ -152,6 +152,38 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
+// TestSummarize_Abandoned: the tokens of unfinished attempts are in every
+// total (they were billed) and apart, per line, path and month, in the
+// JSON view and the CSV.
+func TestSummarize_Abandoned(t *testing.T) {
+	t.Parallel()
+	m := month(t, "2026-11")
+	mk := func(unit string, prompt, completion int64, unfinished bool) ledger.Entry {
+		return ledger.Entry{Tenant: "contoso", Month: m, Path: ledger.Queue, Unit: unit, Alias: "ingest", Deployment: "text-embedding-3-small",
+			Usage: ledger.Usage{PromptTokens: prompt, CompletionTokens: completion, Requests: 1}, Unfinished: unfinished}
+	}
+	r := ledger.Summarize("contoso", m, []ledger.Entry{mk("doc#1", 700, 0, true), mk("doc#2", 700, 0, false), mk("other#1", 50, 5, false)})
+	if len(r.Lines) != 1 || r.Lines[0].TotalTokens() != 1455 || r.Lines[0].Abandoned.TotalTokens() != 700 || r.Lines[0].CompletedTokens() != 755 {
+		t.Fatalf("lines = %+v; want 1,455 tokens, 700 of them abandoned", r.Lines)
+	}
+	if r.Paths[0].Abandoned.PromptTokens != 700 || r.Abandoned.TotalTokens() != 700 || r.Total.TotalTokens() != 1455 {
+		t.Errorf("paths %+v, total %+v, abandoned %+v", r.Paths, r.Total, r.Abandoned)
+	}
+	v := r.View(0)
+	if v.Lines[0].CompletedTokens != 755 || v.Lines[0].AbandonedTokens != 700 || v.Paths[0].AbandonedTokens != 700 ||
+		v.CompletedTokens != 755 || v.AbandonedTokens != 700 {
+		t.Errorf("view = %+v", v)
+	}
+	var b strings.Builder
+	if err := ledger.WriteCSV(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(rows) != 2 || !strings.HasSuffix(rows[0], ",completed_tokens,abandoned_tokens") || !strings.HasSuffix(rows[1], ",755,700") {
+		t.Errorf("CSV = %q", b.String())
+	}
+}
+
 type fixedTotals struct {
 	u   ledger.Usage
 	err error

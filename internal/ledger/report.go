@@ -11,7 +11,20 @@ type Line struct {
 	Alias      string
 	Deployment string
 	Usage
+	// Abandoned is the part of Usage spent by attempts that did not finish
+	// (Entry.Unfinished): billed, but no result came of it.
+	Abandoned Usage
 }
+
+func (l *Line) add(e *Entry) {
+	l.Add(e.Usage)
+	if e.Unfinished {
+		l.Abandoned.Add(e.Usage)
+	}
+}
+
+// CompletedTokens are the line's tokens spent by finished work.
+func (l Line) CompletedTokens() int64 { return l.TotalTokens() - l.Abandoned.TotalTokens() }
 
 // Report is a tenant's usage in one month.
 type Report struct {
@@ -22,6 +35,8 @@ type Report struct {
 	// Paths are the subtotals per path, in Lines' order.
 	Paths []Line
 	Total Usage
+	// Abandoned is the part of Total spent by attempts that did not finish.
+	Abandoned Usage
 	// Entries is how many ledger rows the report sums.
 	Entries int
 }
@@ -43,14 +58,17 @@ func Summarize(tenantID string, m Month, entries []Entry) Report {
 			l = &Line{Path: e.Path, Alias: e.Alias, Deployment: e.Deployment}
 			lines[k] = l
 		}
-		l.Add(e.Usage)
+		l.add(e)
 		p := paths[e.Path]
 		if p == nil {
 			p = &Line{Path: e.Path}
 			paths[e.Path] = p
 		}
-		p.Add(e.Usage)
+		p.add(e)
 		r.Total.Add(e.Usage)
+		if e.Unfinished {
+			r.Abandoned.Add(e.Usage)
+		}
 	}
 	r.Lines = make([]Line, 0, len(lines))
 	for _, l := range lines {

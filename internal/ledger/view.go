@@ -36,6 +36,19 @@ type LineView struct {
 	Alias      string `json:"alias,omitempty"`
 	Deployment string `json:"deployment,omitempty"`
 	UsageView
+	// CompletedTokens and AbandonedTokens split TotalTokens: the tokens of
+	// finished work, and those of attempts that did not finish (crashed or
+	// retried, or in progress), which were billed all the same.
+	CompletedTokens int64 `json:"completed_tokens"`
+	AbandonedTokens int64 `json:"abandoned_tokens"`
+}
+
+func (l Line) view(withNames bool) LineView {
+	v := LineView{Path: l.Path, UsageView: l.Usage.View(), CompletedTokens: l.CompletedTokens(), AbandonedTokens: l.Abandoned.TotalTokens()}
+	if withNames {
+		v.Alias, v.Deployment = l.Alias, l.Deployment
+	}
+	return v
 }
 
 // BudgetView is a tenant's budget position in JSON.
@@ -55,6 +68,10 @@ type ReportView struct {
 	Lines []LineView `json:"lines"`
 	Paths []LineView `json:"paths"`
 	Total UsageView  `json:"total"`
+	// CompletedTokens and AbandonedTokens split the total's tokens as the
+	// lines' do.
+	CompletedTokens int64 `json:"completed_tokens"`
+	AbandonedTokens int64 `json:"abandoned_tokens"`
 	// Budget is null when the tenant has none.
 	Budget *BudgetView `json:"budget"`
 	Rows   int         `json:"ledger_rows"`
@@ -67,12 +84,13 @@ func (r Report) View(monthlyBudget int64) ReportView {
 		Tenant: r.Tenant, Month: r.Month, From: r.Month.Start(), To: r.Month.End(),
 		Lines: make([]LineView, 0, len(r.Lines)), Paths: make([]LineView, 0, len(r.Paths)),
 		Total: r.Total.View(), Rows: r.Entries,
+		CompletedTokens: r.Total.TotalTokens() - r.Abandoned.TotalTokens(), AbandonedTokens: r.Abandoned.TotalTokens(),
 	}
 	for _, l := range r.Lines {
-		v.Lines = append(v.Lines, LineView{l.Path, l.Alias, l.Deployment, l.Usage.View()})
+		v.Lines = append(v.Lines, l.view(true))
 	}
 	for _, l := range r.Paths {
-		v.Paths = append(v.Paths, LineView{Path: l.Path, UsageView: l.Usage.View()})
+		v.Paths = append(v.Paths, l.view(false))
 	}
 	if monthlyBudget > 0 {
 		used := r.Total.TotalTokens()
@@ -87,12 +105,13 @@ func (r Report) View(monthlyBudget int64) ReportView {
 func WriteCSV(w io.Writer, reports ...Report) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"tenant", "month", "path", "alias", "deployment", "prompt_tokens", "completion_tokens", "cached_tokens",
-		"reasoning_tokens", "total_tokens", "requests", "refusals", "estimated_cost_usd"})
+		"reasoning_tokens", "total_tokens", "requests", "refusals", "estimated_cost_usd", "completed_tokens", "abandoned_tokens"})
 	n := func(v int64) string { return strconv.FormatInt(v, 10) }
 	for _, r := range reports {
 		for _, l := range r.Lines {
 			_ = cw.Write([]string{r.Tenant, r.Month.String(), string(l.Path), l.Alias, l.Deployment, n(l.PromptTokens), n(l.CompletionTokens),
-				n(l.CachedTokens), n(l.ReasoningTokens), n(l.TotalTokens()), n(l.Requests), n(l.Refusals), l.Cost.Dollars()})
+				n(l.CachedTokens), n(l.ReasoningTokens), n(l.TotalTokens()), n(l.Requests), n(l.Refusals), l.Cost.Dollars(),
+				n(l.CompletedTokens()), n(l.Abandoned.TotalTokens())})
 		}
 	}
 	cw.Flush()

@@ -17,7 +17,7 @@ import (
 // has alerted and booked, so that each batch or file offpath did not
 // create is alerted once and its usage booked once:
 //
-//	PartitionKey "batch", RowKey "<Azure batch id>"   an unknown batch: alerted, then booked once it ended
+//	PartitionKey "batch", RowKey "<Azure batch id>"   an unknown or orphaned batch: alerted, then booked once it ended
 //	PartitionKey "file",  RowKey "<Azure file id>"    an unknown file: alerted
 //
 // An audit run reads each partition whole, once. Rows are plain
@@ -112,6 +112,8 @@ type auditEntity struct {
 	Purpose   string `json:",omitempty"`
 	Bytes     int64  `json:",string"`
 	BytesType string `json:"Bytes@odata.type"`
+	Job       string `json:",omitempty"`
+	Tenant    string `json:",omitempty"`
 }
 
 func toAuditEntity(r audit.Record) auditEntity {
@@ -127,7 +129,7 @@ func toAuditEntity(r audit.Record) auditEntity {
 		Status: r.Status, InputFileID: r.InputFileID, OutputFileID: r.OutputFileID, ErrorFileID: r.ErrorFileID,
 		Alias: r.Alias, Deployment: r.Deployment, Note: r.Note, Filename: r.Filename, Purpose: r.Purpose,
 		usageColumns: toUsageColumns(r.Usage),
-		Bytes:        r.Bytes, BytesType: edmInt64,
+		Bytes:        r.Bytes, BytesType: edmInt64, Job: r.Job, Tenant: r.Tenant,
 	}
 	e.Alerted, e.AlertedType = at(r.AlertedAt)
 	e.Created, e.CreatedType = at(r.CreatedAt)
@@ -147,6 +149,6 @@ func (e *auditEntity) record() audit.Record {
 		AlertedAt: at(e.Alerted), CreatedAt: at(e.Created), BookedAt: at(e.Booked),
 		Status: e.Status, InputFileID: e.InputFileID, OutputFileID: e.OutputFileID, ErrorFileID: e.ErrorFileID,
 		Alias: e.Alias, Deployment: e.Deployment, Note: e.Note, Filename: e.Filename, Purpose: e.Purpose, Bytes: e.Bytes,
-		Usage: e.usage(),
+		Usage: e.usage(), Job: e.Job, Tenant: e.Tenant,
 	}
 }

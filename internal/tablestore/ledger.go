@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/offpath/offpath/internal/catalog"
@@ -64,6 +65,26 @@ func (l *Ledger) Record(ctx context.Context, e ledger.Entry) error {
 	}
 	if _, err := l.t.client.UpsertEntity(ctx, b, &aztables.UpsertEntityOptions{UpdateMode: aztables.UpdateModeReplace}); err != nil {
 		return fmt.Errorf("record ledger entry %s %s: %w", Partition(e.Tenant, e.Month), e.Key(), err)
+	}
+	return nil
+}
+
+// Abandon marks the rows of entries (found by their keys; their usage is
+// not read) as spent by attempts that did not finish, leaving their usage
+// as it is. A row that does not exist is skipped: that attempt spent
+// nothing.
+func (l *Ledger) Abandon(ctx context.Context, entries []ledger.Entry) error {
+	for i := range entries {
+		e := &entries[i]
+		b, err := json.Marshal(map[string]any{"PartitionKey": Partition(e.Tenant, e.Month), "RowKey": e.Key(), "Unfinished": true})
+		if err != nil {
+			return fmt.Errorf("encode ledger mark: %w", err)
+		}
+		etag := azcore.ETagAny
+		_, err = l.t.client.UpdateEntity(ctx, b, &aztables.UpdateEntityOptions{IfMatch: &etag, UpdateMode: aztables.UpdateModeMerge})
+		if err != nil && !isNotFound(err) {
+			return fmt.Errorf("mark ledger entry %s %s abandoned: %w", Partition(e.Tenant, e.Month), e.Key(), err)
+		}
 	}
 	return nil
 }
@@ -204,6 +225,7 @@ type ledgerEntity struct {
 	Alias        string `json:",omitempty"`
 	Deployment   string `json:",omitempty"`
 	usageColumns
+	Unfinished   bool       `json:",omitempty"`
 	Recorded     *time.Time `json:",omitempty"`
 	RecordedType string     `json:"Recorded@odata.type,omitempty"`
 }
@@ -213,8 +235,8 @@ func toLedgerEntity(e ledger.Entry, now time.Time) ledgerEntity {
 	return ledgerEntity{
 		PartitionKey: Partition(e.Tenant, e.Month), RowKey: e.Key(),
 		Tenant: e.Tenant, Month: e.Month.String(), Path: string(e.Path), Unit: e.Unit, Alias: e.Alias, Deployment: e.Deployment,
-		usageColumns: toUsageColumns(e.Usage),
-		Recorded:     &rec, RecordedType: edmDateTime,
+		usageColumns: toUsageColumns(e.Usage), Unfinished: e.Unfinished,
+		Recorded: &rec, RecordedType: edmDateTime,
 	}
 }
 
@@ -259,7 +281,7 @@ func (c *usageColumns) usage() ledger.Usage {
 func (e *ledgerEntity) entry(tenantID string, m ledger.Month) ledger.Entry {
 	out := ledger.Entry{
 		Tenant: tenantID, Month: m, Path: ledger.Path(e.Path), Unit: e.Unit, Alias: e.Alias, Deployment: e.Deployment,
-		Usage: e.usage(),
+		Usage: e.usage(), Unfinished: e.Unfinished,
 	}
 	if e.Recorded != nil {
 		out.Recorded = e.Recorded.UTC()

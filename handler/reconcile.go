@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/rs/zerolog"
+
+	"github.com/offpath/offpath/internal/alert"
+	"github.com/offpath/offpath/internal/catalog"
+	"github.com/offpath/offpath/internal/config"
+	"github.com/offpath/offpath/internal/invoke"
+	"github.com/offpath/offpath/internal/monitor"
+	"github.com/offpath/offpath/internal/reconcile"
+)
+
+// newReconciler builds the reconciliation against Azure Monitor, or
+// returns nil when OFFPATH_AOAI_RESOURCE_ID is not set. It does no I/O.
+func newReconciler(cfg config.Handler, t tenancy) (*reconcile.Reconciler, error) {
+	r := cfg.Reconcile
+	if r == nil {
+		return nil, nil
+	}
+	cred, err := credential(r.ClientID)
+	if err != nil {
+		return nil, fmt.Errorf("azure monitor credential: %w", err)
+	}
+	metrics, err := monitor.New(cred, monitor.Config{ResourceID: r.ResourceID, Endpoint: r.MonitorEndpoint})
+	if err != nil {
+		return nil, err
+	}
+	var batchDeps []string
+	for d, p := range cfg.Catalog.Deployments() {
+		if p == catalog.Batch {
+			batchDeps = append(batchDeps, d)
+		}
+	}
+	webhook := ""
+	if cfg.Batch != nil {
+		webhook = cfg.Batch.AlertWebhook
+	}
+	return reconcile.New(reconcile.Options{Metrics: metrics, Ledger: t.ledger, Tenants: t.tenants, Alerts: alert.New(webhook, nil),
+		BatchDeployments: batchDeps, Settle: r.Settle, Tolerance: r.Tolerance, MinTokens: r.MinTokens})
+}
+
+// runReconcile is the reconcile timer function: the hour that has just
+// become final, compared with Azure's meter. A failure to read the ledger
+// or the metrics fails the invocation (that hour is not compared again).
+func runReconcile(r *reconcile.Reconciler) invoke.Func {
+	return func(ctx context.Context, req *invoke.Request) (invoke.Result, error) {
+		if r == nil {
+			zerolog.Ctx(ctx).Warn().Msg("reconcile fired but OFFPATH_AOAI_RESOURCE_ID is not set: nothing to do")
+			return invoke.Result{}, nil
+		}
+		if _, err := r.Run(ctx); err != nil {
+			return invoke.Result{}, err
+		}
+		return invoke.Result{}, nil
+	}
+}

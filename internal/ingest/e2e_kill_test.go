@@ -1,0 +1,142 @@
+package ingest_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/offpath/offpath/internal/aoaisim"
+	"github.com/offpath/offpath/internal/document"
+	"github.com/offpath/offpath/internal/ledger"
+)
+
+// TestE2E_KillsMeterEveryAttempt: 200 documents, and the handler killed
+// with SIGKILL six times while many are in flight (some embedded and
+// waiting for their summary, some between calls). Every delivery meters
+// each model call as it returns, so the ledger's tokens per deployment are
+// exactly what the simulator served, abandoned attempts included, and
+// every document ends done once, with one finished attempt in the ledger.
+//
+// A kill is taken where the ledger can be exact: the model is frozen (new
+// calls hang, unanswered and unbilled, as calls that never reached it), the
+// calls it was answering have been answered, and the ledger has caught up
+// with what was served; then the handler dies mid-document, and the model
+// thaws once the dead handler's hanging calls are gone.
+func TestE2E_KillsMeterEveryAttempt(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("200 documents through the dev host")
+	}
+	const docs, kills = 200, 6
+	// A dead handler's messages come back soon; a long timeout keeps every
+	// call within its invocation's budget, so none is cut off after Azure
+	// answered it (spend only the reconciliation could find).
+	s := newStack(t, stackOptions{lockDuration: 2 * time.Second, functionTimeout: "00:05:00"})
+	etags := map[string]string{}
+	for i := range docs {
+		name := fmt.Sprintf("acme/chaos/doc-%03d.txt", i)
+		etags[name] = s.mustUpload(name, prose(2000+40*i))
+	}
+	answered := func() int64 {
+		var n int64
+		for _, d := range s.sim.Stats().Deployments {
+			n += d.Requests
+		}
+		return n
+	}
+	for k := range kills {
+		next := answered() + 25
+		eventually(t, 60*time.Second, fmt.Sprintf("work before kill %d", k+1), func() bool { return answered() >= next })
+		if err := s.sim.SetFaults([]aoaisim.FaultRule{{Route: "embeddings", HangRate: 1}, {Route: "chat", HangRate: 1}}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for s.sim.Stats().InFlight != 0 || !s.meteredEqualsServed() {
+			if time.Now().After(deadline) {
+				served, metered, _ := s.servedAndMetered()
+				t.Fatalf("kill %d: not every answered call is metered: %d in flight, served %v, ledger %v", k+1, s.sim.Stats().InFlight, served, metered)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		s.killHandler()
+		// The dead handler's requests still on their way must meet the
+		// freeze too (a request answered for a dead client is billed and
+		// unmeterable): thaw only once the simulator has none left.
+		eventually(t, 30*time.Second, "the dead handler's requests gone", func() bool { return s.sim.Stats().Open == 0 })
+		if err := s.sim.SetFaults(nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, etag := range etags {
+		if st := s.final("acme", name, etag, 3*time.Minute); st.State != document.Done {
+			t.Errorf("%s: %s (%s), want done", name, st.State, st.Reason)
+		}
+	}
+	served, metered, abandoned := s.servedAndMetered()
+	for dep, want := range served {
+		if metered[dep] != want {
+			t.Errorf("%s: ledger %v tokens, simulator served %v", dep, metered[dep], want)
+		}
+	}
+	rows, err := s.ledger.Month(context.Background(), "acme", ledger.MonthOf(time.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	finished := map[string]map[string]bool{} // document version → deliveries with finished rows
+	for _, e := range rows {
+		version, delivery, _ := strings.Cut(e.Unit, "#")
+		if !e.Unfinished {
+			if finished[version] == nil {
+				finished[version] = map[string]bool{}
+			}
+			finished[version][delivery] = true
+		}
+	}
+	for name, etag := range etags {
+		if d := finished["ingest:"+name+"@"+etag]; len(d) != 1 {
+			t.Errorf("%s: finished attempts %v, want exactly one", name, d)
+		}
+	}
+	if abandoned == 0 {
+		t.Error("no abandoned attempt in the ledger: the kills hit nothing")
+	}
+	t.Logf("%d documents, %d kills: simulator served %v, ledger %v (of which abandoned attempts %d tokens)",
+		docs, kills, served, metered, abandoned)
+}
+
+// servedAndMetered returns, per deployment, the prompt and completion
+// tokens the simulator served and the ledger holds, and the ledger's tokens
+// of unfinished attempts.
+func (s *stack) servedAndMetered() (served, metered map[string][2]int64, abandoned int64) {
+	s.t.Helper()
+	served, metered = map[string][2]int64{}, map[string][2]int64{}
+	for _, d := range s.sim.Stats().Deployments {
+		if d.PromptTokens+d.CompletionTokens > 0 {
+			served[d.Name] = [2]int64{d.PromptTokens, d.CompletionTokens}
+		}
+	}
+	rows, err := s.ledger.Month(context.Background(), "acme", ledger.MonthOf(time.Now()))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for _, e := range rows {
+		m := metered[e.Deployment]
+		metered[e.Deployment] = [2]int64{m[0] + e.PromptTokens, m[1] + e.CompletionTokens}
+		if e.Unfinished {
+			abandoned += e.TotalTokens()
+		}
+	}
+	return served, metered, abandoned
+}
+
+func (s *stack) meteredEqualsServed() bool {
+	served, metered, _ := s.servedAndMetered()
+	for dep, want := range served {
+		if metered[dep] != want {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,272 @@
+// Package reconcile compares the ledger with Azure's own meter: per Azure
+// OpenAI deployment and UTC hour, the prompt and completion tokens the
+// ledger holds against the Azure Monitor platform metrics of the resource
+// (Processed Prompt Tokens and Generated Completion Tokens split by
+// ModelDeploymentName). A difference beyond the tolerance raises
+// "ledger_drift" naming the deployment, the hour, both figures and the
+// likely cause: Azure counted more than offpath metered (spend offpath did
+// not meter, or traffic that did not go through offpath: a second door on
+// the deployment), or less (usage booked in another hour, or metrics that
+// are not final).
+//
+// # Which hour
+//
+// Azure's metrics arrive minutes late, so an hour is compared only once it
+// is final: each Run compares the hour that ended Settle ago (the timer
+// fires hourly, so every hour is compared once; a missed firing skips its
+// hour). Ledger rows are placed in the hour they were last written: a
+// queue delivery's rows are written as its calls return, so they fall in
+// the hour Azure counted them (a delivery that spans an hour boundary
+// shifts a few calls into the next hour: the tolerance absorbs that). A
+// Global Batch part's row is written at its harvest, hours after Azure ran
+// its lines, so Global Batch deployments (the catalog says which) are
+// compared per UTC day instead, on the Run that compares the day's last
+// hour.
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/offpath/offpath/internal/alert"
+	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/tenant"
+)
+
+// AlertDrift is raised for a deployment and period whose ledger tokens
+// differ from Azure's count beyond the tolerance.
+const AlertDrift = "ledger_drift"
+
+// Defaults.
+const (
+	DefaultSettle    = 20 * time.Minute
+	DefaultTolerance = 0.01 // 1 % of Azure's count
+	DefaultMinTokens = 100  // differences up to this many tokens never alert
+)
+
+// Tokens are prompt and completion tokens.
+type Tokens struct {
+	Prompt, Completion int64
+}
+
+// Total is prompt plus completion tokens.
+func (t Tokens) Total() int64 { return t.Prompt + t.Completion }
+
+// Metrics is Azure Monitor's count for the resource (package monitor's
+// Client).
+type Metrics interface {
+	// Tokens returns Azure's tokens per deployment in [from, to).
+	Tokens(ctx context.Context, from, to time.Time) (map[string]Tokens, error)
+}
+
+// Ledger reads the ledger (package tablestore's Ledger).
+type Ledger interface {
+	Month(ctx context.Context, tenantID string, m ledger.Month) ([]ledger.Entry, error)
+}
+
+// Tenants lists every tenant whose rows are summed (package tablestore's
+// Tenants).
+type Tenants interface {
+	List(ctx context.Context) ([]tenant.Tenant, error)
+}
+
+// Alerter raises alerts (package alert's Sender).
+type Alerter interface {
+	Raise(ctx context.Context, a alert.Alert)
+}
+
+// Options are the Reconciler's dependencies and settings.
+type Options struct {
+	Metrics Metrics
+	Ledger  Ledger
+	Tenants Tenants
+	Alerts  Alerter
+	// BatchDeployments are compared per day (see the package
+	// documentation).
+	BatchDeployments []string
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Settle is how long after an hour ends its metrics are taken as
+	// final. Default DefaultSettle.
+	Settle time.Duration
+	// Tolerance is the relative difference (of Azure's count, per prompt
+	// and completion tokens) that does not alert; MinTokens an absolute
+	// difference that never does. Defaults DefaultTolerance,
+	// DefaultMinTokens.
+	Tolerance float64
+	MinTokens int64
+}
+
+// Reconciler runs the reconciliation. It keeps no state between runs.
+type Reconciler struct {
+	o Options
+}
+
+// New checks the dependencies and returns the Reconciler.
+func New(o Options) (*Reconciler, error) {
+	if o.Metrics == nil || o.Ledger == nil || o.Tenants == nil || o.Alerts == nil {
+		return nil, errors.New("reconcile: metrics, ledger, tenants and alerts are required")
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Settle <= 0 {
+		o.Settle = DefaultSettle
+	}
+	if o.Tolerance <= 0 {
+		o.Tolerance = DefaultTolerance
+	}
+	if o.MinTokens <= 0 {
+		o.MinTokens = DefaultMinTokens
+	}
+	return &Reconciler{o: o}, nil
+}
+
+// Period is one comparison: a deployment over [From, To).
+type Period struct {
+	Deployment string
+	From, To   time.Time
+	Ledger     Tokens
+	Azure      Tokens
+	Drift      bool
+}
+
+// Run compares the hour that ended Settle ago (and, for Global Batch
+// deployments, its day when it is the day's last hour) and alerts on
+// every drift. It returns every comparison made.
+func (r *Reconciler) Run(ctx context.Context) ([]Period, error) {
+	hour := r.o.Now().UTC().Add(-r.o.Settle).Truncate(time.Hour).Add(-time.Hour)
+	return r.Compare(ctx, hour)
+}
+
+// Compare compares one UTC hour (and its day for Global Batch
+// deployments, if it is the day's last hour).
+func (r *Reconciler) Compare(ctx context.Context, hour time.Time) ([]Period, error) {
+	hour = hour.UTC().Truncate(time.Hour)
+	day := time.Date(hour.Year(), hour.Month(), hour.Day(), 0, 0, 0, 0, time.UTC)
+	lastOfDay := hour.Add(time.Hour).Equal(day.Add(24 * time.Hour))
+	from := hour
+	if lastOfDay {
+		from = day
+	}
+	rows, err := r.rows(ctx, from, hour.Add(time.Hour))
+	if err != nil {
+		return nil, err
+	}
+	az, err := r.o.Metrics.Tokens(ctx, hour, hour.Add(time.Hour))
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: read Azure's metrics: %w", err)
+	}
+	var azDay map[string]Tokens
+	if lastOfDay && len(r.o.BatchDeployments) > 0 {
+		if azDay, err = r.o.Metrics.Tokens(ctx, day, hour.Add(time.Hour)); err != nil {
+			return nil, fmt.Errorf("reconcile: read Azure's metrics of the day: %w", err)
+		}
+	}
+	deps := map[string]bool{}
+	for d := range az {
+		deps[d] = true
+	}
+	for _, e := range rows {
+		deps[e.Deployment] = true
+	}
+	names := make([]string, 0, len(deps))
+	for d := range deps {
+		names = append(names, d)
+	}
+	slices.Sort(names)
+	var out []Period
+	for _, d := range names {
+		p := Period{Deployment: d, From: hour, To: hour.Add(time.Hour), Azure: az[d]}
+		if slices.Contains(r.o.BatchDeployments, d) {
+			if !lastOfDay {
+				continue
+			}
+			p.From, p.Azure = day, azDay[d]
+		}
+		for _, e := range rows {
+			if e.Deployment == d && !e.Recorded.Before(p.From) && e.Recorded.Before(p.To) {
+				p.Ledger.Prompt += e.PromptTokens
+				p.Ledger.Completion += e.CompletionTokens
+			}
+		}
+		p.Drift = r.drifts(p.Ledger.Prompt, p.Azure.Prompt) || r.drifts(p.Ledger.Completion, p.Azure.Completion)
+		if p.Drift {
+			r.alert(ctx, p)
+		}
+		out = append(out, p)
+	}
+	zerolog.Ctx(ctx).Info().Str("event", "ledger_reconciled").Time("hour", hour).Int("deployments", len(out)).
+		Int("drifts", countDrifts(out)).Msg("ledger compared with Azure Monitor")
+	return out, nil
+}
+
+func (r *Reconciler) drifts(ledgerTokens, azure int64) bool {
+	d := azure - ledgerTokens
+	if d < 0 {
+		d = -d
+	}
+	return d > r.o.MinTokens && float64(d) > r.o.Tolerance*float64(azure)
+}
+
+// rows are every tenant's ledger rows written in [from, to).
+func (r *Reconciler) rows(ctx context.Context, from, to time.Time) ([]ledger.Entry, error) {
+	tenants, err := r.o.Tenants.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: list tenants: %w", err)
+	}
+	months := []ledger.Month{ledger.MonthOf(from)}
+	if m := ledger.MonthOf(to.Add(-time.Nanosecond)); m != months[0] {
+		months = append(months, m)
+	}
+	// A row's month is its unit's (a message's enqueued time, a job's
+	// creation), which may be the month before the one it was written in.
+	months = append(months, ledger.MonthOf(from.AddDate(0, -1, 0)))
+	var out []ledger.Entry
+	for _, t := range tenants {
+		seen := map[ledger.Month]bool{}
+		for _, m := range months {
+			if seen[m] {
+				continue
+			}
+			seen[m] = true
+			es, err := r.o.Ledger.Month(ctx, t.ID, m)
+			if err != nil {
+				return nil, fmt.Errorf("reconcile: read the ledger of %s %s: %w", t.ID, m, err)
+			}
+			for _, e := range es {
+				if !e.Recorded.Before(from) && e.Recorded.Before(to) {
+					out = append(out, e)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func (r *Reconciler) alert(ctx context.Context, p Period) {
+	cause := "Azure counted more than offpath metered: spend offpath did not meter, or traffic that did not go through offpath (a second door on this deployment)"
+	if p.Azure.Total() < p.Ledger.Total() {
+		cause = "offpath metered more than Azure counted: usage booked in another period than Azure's, or Azure's metrics are not final"
+	}
+	r.o.Alerts.Raise(ctx, alert.Alert{Name: AlertDrift, At: r.o.Now().UTC(), Message: "the ledger differs from Azure Monitor's token metrics for deployment " + p.Deployment,
+		Fields: map[string]any{"deployment": p.Deployment, "from": p.From.Format(time.RFC3339), "to": p.To.Format(time.RFC3339),
+			"ledger_prompt_tokens": p.Ledger.Prompt, "ledger_completion_tokens": p.Ledger.Completion,
+			"azure_prompt_tokens": p.Azure.Prompt, "azure_completion_tokens": p.Azure.Completion,
+			"difference_tokens": p.Azure.Total() - p.Ledger.Total(), "likely_cause": cause}})
+}
+
+func countDrifts(ps []Period) int {
+	n := 0
+	for _, p := range ps {
+		if p.Drift {
+			n++
+		}
+	}
+	return n
+}
