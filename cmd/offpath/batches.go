@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -280,18 +281,25 @@ func jobPath(id string, rest ...string) string {
 	return "/api/v1/batches/" + url.PathEscape(id) + strings.Join(rest, "")
 }
 
-func (c *cli) getBatch(ctx context.Context, args []string) error {
-	fs := c.flags("batches get", "ID [-json]", "A batch job: its state, parts (with Azure's status), counts, usage and deadline.")
-	api := addAPIFlags(fs)
+// jobCommand parses a batches command that takes one job id and makes its
+// API client.
+func (c *cli) jobCommand(fs *flag.FlagSet, api apiFlags, args []string) (string, *apiClient, error) {
 	pos, err := c.parse(fs, args)
 	if err != nil {
-		return err
+		return "", nil, err
 	}
 	id, err := one(fs, pos, "job id")
 	if err != nil {
-		return err
+		return "", nil, err
 	}
 	client, err := c.client(api)
+	return id, client, err
+}
+
+func (c *cli) getBatch(ctx context.Context, args []string) error {
+	fs := c.flags("batches get", "ID [-json]", "A batch job: its state, parts (with Azure's status), counts, usage and deadline.")
+	api := addAPIFlags(fs)
+	id, client, err := c.jobCommand(fs, api, args)
 	if err != nil {
 		return err
 	}
@@ -344,15 +352,7 @@ func (c *cli) printJob(j *job) error {
 func (c *cli) cancelBatch(ctx context.Context, args []string) error {
 	fs := c.flags("batches cancel", "ID [-json]", "Cancel a batch job: parts not yet submitted never are, submitted ones are cancelled on Azure;\nwhat finished before is still harvested and billed.")
 	api := addAPIFlags(fs)
-	pos, err := c.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	id, err := one(fs, pos, "job id")
-	if err != nil {
-		return err
-	}
-	client, err := c.client(api)
+	id, client, err := c.jobCommand(fs, api, args)
 	if err != nil {
 		return err
 	}
@@ -373,15 +373,7 @@ func (c *cli) batchResults(ctx context.Context, args []string) error {
 		"The job's results as JSONL, one line per item (outcome, text, usage), to stdout or a file.\nWhile parts are still running, the lines of the harvested ones.")
 	api := addAPIFlags(fs)
 	outPath := fs.String("o", "", "write to this file (whole or not at all) instead of stdout")
-	pos, err := c.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	id, err := one(fs, pos, "job id")
-	if err != nil {
-		return err
-	}
-	client, err := c.client(api)
+	id, client, err := c.jobCommand(fs, api, args)
 	if err != nil {
 		return err
 	}

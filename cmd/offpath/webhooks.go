@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 
 	"github.com/offpath/offpath/internal/tablestore"
@@ -31,6 +32,21 @@ func (c *cli) webhookStore(ctx context.Context, tenantID string) (*tablestore.We
 		return nil, err
 	}
 	return tablestore.NewWebhooks(svc, ""), nil
+}
+
+// webhookCommand parses a webhooks command that takes one tenant id and
+// connects to that tenant's webhooks.
+func (c *cli) webhookCommand(ctx context.Context, fs *flag.FlagSet, args []string) (string, *tablestore.Webhooks, error) {
+	pos, err := c.parse(fs, args)
+	if err != nil {
+		return "", nil, err
+	}
+	id, err := one(fs, pos, "tenant id")
+	if err != nil {
+		return "", nil, err
+	}
+	store, err := c.webhookStore(ctx, id)
+	return id, store, err
 }
 
 func (c *cli) setWebhook(ctx context.Context, args []string) error {
@@ -65,15 +81,7 @@ func (c *cli) setWebhook(ctx context.Context, args []string) error {
 func (c *cli) showWebhook(ctx context.Context, args []string) error {
 	fs := c.flags("webhooks show", "TENANT", "Show the tenant's webhook URL (never its secret).")
 	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := c.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	id, err := one(fs, pos, "tenant id")
-	if err != nil {
-		return err
-	}
-	store, err := c.webhookStore(ctx, id)
+	id, store, err := c.webhookCommand(ctx, fs, args)
 	if err != nil {
 		return err
 	}
@@ -90,15 +98,7 @@ func (c *cli) showWebhook(ctx context.Context, args []string) error {
 
 func (c *cli) deleteWebhook(ctx context.Context, args []string) error {
 	fs := c.flags("webhooks delete", "TENANT", "Remove the tenant's webhook.")
-	pos, err := c.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	id, err := one(fs, pos, "tenant id")
-	if err != nil {
-		return err
-	}
-	store, err := c.webhookStore(ctx, id)
+	id, store, err := c.webhookCommand(ctx, fs, args)
 	if err != nil {
 		return err
 	}
@@ -124,15 +124,7 @@ type webhookEvent struct {
 func (c *cli) webhookEvents(ctx context.Context, args []string) error {
 	fs := c.flags("webhooks events", "TENANT", "The tenant's webhook events and every delivery attempt.")
 	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := c.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	id, err := one(fs, pos, "tenant id")
-	if err != nil {
-		return err
-	}
-	store, err := c.webhookStore(ctx, id)
+	id, store, err := c.webhookCommand(ctx, fs, args)
 	if err != nil {
 		return err
 	}
