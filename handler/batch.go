@@ -79,6 +79,7 @@ func newBatch(cfg config.Handler, t tenancy, logger zerolog.Logger) (*batchPath,
 		Alerts: alerts, Quota: b.Quota,
 		PollInterval: b.PollInterval, LeaseTTL: b.LeaseTTL, Concurrency: b.Concurrency,
 		BackoffBase: b.BackoffBase, HeldAlert: b.HeldAlert, OverdueMargin: b.OverdueMargin, OutputExpiry: batchapi.DefaultOutputExpiry,
+		Announcer: webhook.NewAnnouncer(t.webhooks, nil),
 	})
 	if err != nil {
 		return nil, err

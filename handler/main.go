@@ -80,14 +80,15 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	// in the document statuses (invoke.Mux.reject): never a retry.
 	rejections := ingest.NewRejections(tenancy.tenants, tenancy.docs)
 	mux := invoke.NewMux(logger, invoke.Options{Timeout: cfg.InvocationTimeout, Rejections: rejections})
-	mux.Forward(openaiapi.Prefix, newOpenAIDoor(cfg, tenancy, batches))                                   // HTTP: functions/openai
-	mux.Forward("/api/", api.New(apiOpts))                                                                // HTTP: functions/api
-	mux.HandleTrigger("batch-poll", invoke.TimerTrigger, timerBinding, pollBatches(batches))              // timer: functions/batch-poll
-	mux.HandleTrigger("nightly-summaries", invoke.TimerTrigger, timerBinding, runNightly(batches))        // timer: functions/nightly-summaries
-	mux.HandleTrigger("report-deadline", invoke.TimerTrigger, timerBinding, checkReportDeadline(batches)) // timer: functions/report-deadline
-	mux.HandleTrigger("batch-audit", invoke.TimerTrigger, timerBinding, runAudit(batches))                // timer: functions/batch-audit
-	mux.HandleTrigger("webhook-deliver", invoke.TimerTrigger, timerBinding, deliverWebhooks(batches))     // timer: functions/webhook-deliver
-	mux.HandleTrigger("reconcile", invoke.TimerTrigger, timerBinding, runReconcile(reconciler))           // timer: functions/reconcile
+	door := newOpenAIDoor(cfg, tenancy, batches)
+	mux.Forward(openaiapi.Prefix, door)                                                                     // HTTP: functions/openai
+	mux.Forward("/api/", api.New(apiOpts))                                                                  // HTTP: functions/api
+	mux.HandleTrigger("batch-poll", invoke.TimerTrigger, timerBinding, pollBatches(batches))                // timer: functions/batch-poll
+	mux.HandleTrigger("nightly-summaries", invoke.TimerTrigger, timerBinding, runNightly(batches))          // timer: functions/nightly-summaries
+	mux.HandleTrigger("report-deadline", invoke.TimerTrigger, timerBinding, checkReportDeadline(batches))   // timer: functions/report-deadline
+	mux.HandleTrigger("batch-audit", invoke.TimerTrigger, timerBinding, runAudit(batches))                  // timer: functions/batch-audit
+	mux.HandleTrigger("webhook-deliver", invoke.TimerTrigger, timerBinding, deliverWebhooks(batches, door)) // timer: functions/webhook-deliver
+	mux.HandleTrigger("reconcile", invoke.TimerTrigger, timerBinding, runReconcile(reconciler))             // timer: functions/reconcile
 	fleet, err := registerIngest(mux, cfg, tenancy, logger)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/offpath/offpath/internal/invoke"
 	"github.com/offpath/offpath/internal/nightly"
+	"github.com/offpath/offpath/internal/openaiapi"
 )
 
 // runNightly is the nightly-summaries timer function: it collects and
@@ -63,8 +64,10 @@ func runAudit(b *batchPath) invoke.Func {
 // deliverWebhooks is the webhook-deliver timer function: it records the
 // events of tenants' ended (or long-held) jobs and delivers the due ones,
 // apart from the poll tick. Failed deliveries are retried by later runs;
-// only a run that cannot read its stores fails.
-func deliverWebhooks(b *batchPath) invoke.Func {
+// only a run that cannot read its stores fails. Then it deletes a bounded
+// number of the OpenAI door's expired files; a failed sweep is logged and
+// retried by the next run.
+func deliverWebhooks(b *batchPath, door *openaiapi.Server) invoke.Func {
 	return func(ctx context.Context, req *invoke.Request) (invoke.Result, error) {
 		if b == nil {
 			zerolog.Ctx(ctx).Warn().Msg("webhook-deliver fired but OFFPATH_AOAI_ENDPOINT is not set: nothing to do")
@@ -73,6 +76,12 @@ func deliverWebhooks(b *batchPath) invoke.Func {
 		rep, err := b.webhooks.Run(ctx)
 		zerolog.Ctx(ctx).Info().Int("recorded", rep.Recorded).Int("delivered", rep.Delivered).Int("failed", rep.Failed).
 			Int("abandoned", rep.Abandoned).Msg("webhooks")
+		swept, serr := door.Sweep(ctx, openaiapi.DefaultSweepLimit)
+		if serr != nil {
+			zerolog.Ctx(ctx).Warn().Err(serr).Int("swept", swept).Msg("expired door files not all deleted")
+		} else if swept > 0 {
+			zerolog.Ctx(ctx).Info().Int("swept", swept).Msg("expired door files deleted")
+		}
 		if err != nil {
 			return invoke.Result{}, err
 		}

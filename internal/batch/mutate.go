@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // errLeaseLost: another poller took over the job (this one's lease ran out).
@@ -30,6 +32,9 @@ func (s *Service) update(ctx context.Context, j Job, change func(*Job) error) (J
 		next.Updated = s.now()
 		stored, err := s.o.Jobs.Update(ctx, next)
 		if err == nil {
+			if j.State != Harvested && stored.State == Harvested {
+				s.announceHarvest(ctx, stored)
+			}
 			return stored, nil
 		}
 		if !errors.Is(err, ErrConflict) {
@@ -40,6 +45,23 @@ func (s *Service) update(ctx context.Context, j Job, change func(*Job) error) (J
 		}
 	}
 	return j, fmt.Errorf("update job %s: %w after %d attempts", j.ID, ErrConflict, maxConflicts)
+}
+
+// announceTimeout bounds the Announcer's call.
+const announceTimeout = 5 * time.Second
+
+// announceHarvest tells the Announcer of a job that has just been
+// harvested. Its failure is logged, never returned: the job is harvested
+// whatever it says.
+func (s *Service) announceHarvest(ctx context.Context, j Job) {
+	if s.o.Announcer == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), announceTimeout)
+	defer cancel()
+	if err := s.o.Announcer.Announce(ctx, j); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Str("job", j.ID).Str("tenant", j.Tenant).Msg("harvested job not announced")
+	}
 }
 
 // errSkip tells update there is nothing to write.

@@ -66,4 +66,12 @@
 // line's usage, and in the error file a line for each request Azure never
 // ran (batch_cancelled, batch_expired, output_lost). They stay
 // downloadable whatever Azure keeps.
+//
+// # Expiry
+//
+// An upload's expires_after and a batch's output_expires_after are
+// honoured: from expires_at on the file is not found, and Sweep (run by
+// the webhook-deliver timer) deletes the door's copy of it. The control
+// plane's results and the ledger are never touched. A file without an
+// expiry is kept.
 package openaiapi

@@ -177,6 +177,10 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, t tenant.Ten
 		}
 		rec.ExpiresAt = rec.CreatedAt + n
 	}
+	if err := s.markExpiry(ctx, rec.ExpiresAt, t.ID, rec.ID); err != nil {
+		refuse(err)
+		return
+	}
 	if err := stored.commit(ctx, &rec); err != nil {
 		refuse(err)
 		return
@@ -316,6 +320,9 @@ func (s *Server) record(ctx context.Context, tenantID, id string) (fileRecord, e
 	if err := json.NewDecoder(io.LimitReader(body, 64<<10)).Decode(&rec); err != nil {
 		return rec, fmt.Errorf("file record %s: %w", id, err)
 	}
+	if s.expired(rec.ExpiresAt) {
+		return rec, notFound("file")
+	}
 	return rec, nil
 }
 
@@ -379,12 +386,9 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request, t tenant.Ten
 		fileFail(w, r, err)
 		return
 	}
-	// The record first: once it is gone the file is gone, whatever the rest.
-	for _, n := range []string{"file.json", "items.jsonl", "input.jsonl"} {
-		if err := s.o.Blobs.Delete(ctx, s.o.Containers.Uploads, fileBlob(t.ID, id, n)); err != nil {
-			fail(w, r, err)
-			return
-		}
+	if err := s.sweepFile(ctx, t.ID, id); err != nil {
+		fail(w, r, err)
+		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "file", "deleted": true})
 }

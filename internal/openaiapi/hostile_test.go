@@ -32,7 +32,7 @@ func (stubAuth) Authenticate(_ context.Context, r *http.Request) (auth.Principal
 	switch v := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "); v {
 	case "admin":
 		return auth.Principal{Admin: true, Method: auth.AdminKey}, nil
-	case "contoso", "suspended":
+	case "contoso", "fabrikam", "suspended":
 		return auth.Principal{TenantID: v, Method: auth.APIKey}, nil
 	}
 	return auth.Principal{}, auth.ErrUnauthenticated

@@ -68,20 +68,28 @@ func (s *Server) outputFile(ctx context.Context, tenantID, jobID string, kind fi
 	if j.State != batch.Harvested {
 		return outputFileInfo{}, notFound("file")
 	}
+	created := j.HarvestedAt.Unix()
+	var expiresAt int64
+	if v, err := strconv.ParseInt(j.Attributes[attrOutputExpiry], 10, 64); err == nil && v > 0 {
+		expiresAt = created + v
+	}
+	if s.expired(expiresAt) {
+		return outputFileInfo{}, notFound("file")
+	}
 	name := outputBlob(tenantID, jobID, kind)
 	info, err := s.o.Blobs.Stat(ctx, s.o.Containers.Results, name)
 	if errors.Is(err, blobstore.ErrNotFound) {
-		info, err = s.writeOutput(ctx, &j, kind, name)
+		if err = s.markExpiry(ctx, expiresAt, tenantID, outputFileIDOf(jobID, kind)); err == nil {
+			info, err = s.writeOutput(ctx, &j, kind, name)
+		}
 	}
 	if err != nil {
 		return outputFileInfo{}, err
 	}
-	created := j.HarvestedAt.Unix()
 	o := fileObject{ID: outputFileIDOf(jobID, kind), Object: "file", Bytes: info.Size, CreatedAt: created,
 		Filename: string(kind) + ".jsonl", Purpose: "batch_output", Status: "processed"}
-	if v, err := strconv.ParseInt(j.Attributes[attrOutputExpiry], 10, 64); err == nil && v > 0 {
-		exp := created + v
-		o.ExpiresAt = &exp
+	if expiresAt > 0 {
+		o.ExpiresAt = &expiresAt
 	}
 	return outputFileInfo{blob: name, object: o}, nil
 }

@@ -236,15 +236,11 @@ func (d *Dispatcher) scan(ctx context.Context, ep Endpoint) (int, error) {
 			if j.Created.Before(oldest) {
 				return recorded, nil
 			}
-			typ := eventType(j, now, d.o.HeldAfter)
-			if typ == "" {
-				continue
-			}
-			e, err := newEvent(j, typ, now)
+			e, ok, err := ep.event(j, now, d.o.HeldAfter)
 			if err != nil {
 				return recorded, err
 			}
-			if d.known(e.Tenant + "/" + e.ID) {
+			if !ok || d.known(e.Tenant+"/"+e.ID) {
 				continue
 			}
 			if err := d.o.Store.AddEvent(ctx, e); err != nil {
@@ -298,6 +294,20 @@ func eventType(j *batch.Job, now time.Time, heldAfter time.Duration) string {
 		}
 	}
 	return ""
+}
+
+// event is the event a job calls for at the endpoint, if any: none for a
+// job from before the registration.
+func (ep Endpoint) event(j *batch.Job, now time.Time, heldAfter time.Duration) (Event, bool, error) {
+	if j.Tenant != ep.Tenant || j.Created.Before(ep.Created) {
+		return Event{}, false, nil
+	}
+	typ := eventType(j, now, heldAfter)
+	if typ == "" {
+		return Event{}, false, nil
+	}
+	e, err := newEvent(j, typ, now)
+	return e, err == nil, err
 }
 
 // payload is an event's body: the job's state, counts and usage, never

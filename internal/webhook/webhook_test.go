@@ -183,3 +183,36 @@ func TestCheckURL(t *testing.T) {
 		}
 	}
 }
+
+func (m *memStore) Endpoint(_ context.Context, tenantID string) (Endpoint, error) {
+	for _, ep := range m.eps {
+		if ep.Tenant == tenantID {
+			return ep, nil
+		}
+	}
+	return Endpoint{}, ErrNotFound
+}
+
+// TestAnnouncer: a harvested job of any age is recorded once for a tenant
+// with an endpoint; a job from before the registration, a job still
+// running and a tenant without an endpoint get nothing.
+func TestAnnouncer(t *testing.T) {
+	now := time.Date(2026, 3, 20, 12, 0, 0, 0, time.UTC)
+	m := &memStore{events: map[string]Event{}, eps: []Endpoint{{Tenant: "contoso", URL: "https://example.com", Created: now.Add(-30 * 24 * time.Hour)}}}
+	a := NewAnnouncer(m, func() time.Time { return now })
+	old := batch.Job{ID: "a", Tenant: "contoso", State: batch.Harvested, Final: batch.Expired, Created: now.Add(-10 * 24 * time.Hour), HarvestedAt: now}
+	before := batch.Job{ID: "b", Tenant: "contoso", State: batch.Harvested, Final: batch.Completed, Created: now.Add(-40 * 24 * time.Hour), HarvestedAt: now}
+	running := batch.Job{ID: "c", Tenant: "contoso", State: batch.Submitted, Created: now}
+	other := batch.Job{ID: "d", Tenant: "fabrikam", State: batch.Harvested, Final: batch.Completed, Created: now}
+	for _, j := range []batch.Job{old, old, before, running, other} {
+		if err := a.Announce(context.Background(), j); err != nil {
+			t.Fatalf("Announce %s: %v", j.ID, err)
+		}
+	}
+	if len(m.events) != 1 {
+		t.Fatalf("events %v, want one", m.events)
+	}
+	if e, ok := m.events["contoso/msg_a_"+TypeExpired]; !ok || e.Type != TypeExpired || !e.NextAttempt.Equal(now) {
+		t.Errorf("event %+v, want batch.expired of job a, due now", e)
+	}
+}

@@ -1,0 +1,120 @@
+package batch_test
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/offpath/offpath/internal/batch"
+	"github.com/offpath/offpath/internal/tablestore"
+	"github.com/offpath/offpath/internal/webhook"
+)
+
+// TestAnnounce_OldJobHarvested: a job made ten days ago, beyond the
+// webhook scan's window, is announced as it is harvested: the
+// control plane records its event through the Announcer, and the
+// dispatcher delivers it exactly once; fabrikam, with no endpoint, gets
+// no event.
+func TestAnnounce_OldJobHarvested(t *testing.T) {
+	t.Parallel()
+	az := sharedAzurite(t)
+	tables, err := tablestore.NewServiceClient(tablestore.Connection{ConnectionString: az.ConnectionString()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks := tablestore.NewWebhooks(tables, fmt.Sprintf("bhooks%d", time.Now().UnixNano()%1_000_000_000))
+	var lag atomic.Int64 // how far the control plane's clock is behind
+	const tenDays = 10 * 24 * time.Hour
+	lag.Store(int64(tenDays))
+	e := newEnv(t, envConfig{sim: simConfig(3000), tweak: func(o *batch.Options) {
+		o.Now = func() time.Time { return time.Now().Add(-time.Duration(lag.Load())) }
+		o.Announcer = webhook.NewAnnouncer(hooks, nil)
+	}})
+	ctx := e.ctx()
+
+	var mu sync.Mutex
+	var ids []string
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		ids = append(ids, r.Header.Get("webhook-id"))
+		mu.Unlock()
+	}))
+	defer recv.Close()
+	secret, err := webhook.NewSecret(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hooks.PutEndpoint(ctx, webhook.Endpoint{Tenant: "contoso", URL: recv.URL, Secret: secret, Created: time.Now().Add(-11 * 24 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+
+	j := e.submit("contoso", items(3, "old"))
+	theirs := e.submit("fabrikam", items(2, "old"))
+	if age := time.Since(j.Created); age < tenDays-time.Minute {
+		t.Fatalf("job made %v ago, want ten days", age)
+	}
+	lag.Store(0)
+	e.pollUntil(30*time.Second, harvested, j.ID, theirs.ID)
+
+	d, err := webhook.New(webhook.Options{Store: hooks, Jobs: e.svc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for run, want := range []int{1, 0} {
+		rep, err := d.Run(ctx)
+		if err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+		if rep.Recorded != 0 || rep.Delivered != want {
+			t.Errorf("run %d: %+v, want nothing found by the scan and %d delivered", run, rep, want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := "msg_" + j.ID + "_" + webhook.TypeCompleted; len(ids) != 1 || ids[0] != want {
+		t.Errorf("deliveries %v, want one of %s", ids, want)
+	}
+	events, err := hooks.Events(ctx, "contoso")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 1 || !events[0].Delivered || len(events[0].Attempts) != 1 {
+		t.Errorf("contoso's events %+v, want one, delivered at the first attempt", events)
+	}
+	if events, err := hooks.Events(ctx, "fabrikam"); err != nil || len(events) != 0 {
+		t.Errorf("fabrikam's events %+v, %v; want none", events, err)
+	}
+}
+
+type failingAnnouncer struct{ calls atomic.Int64 }
+
+func (a *failingAnnouncer) Announce(context.Context, batch.Job) error {
+	a.calls.Add(1)
+	return errors.New("webhook store unavailable")
+}
+
+// TestAnnounce_FailureNeverFailsTheTick: an Announcer that fails is
+// logged; the poll tick harvests the job all the same, and the Announcer
+// was asked once, when the job became harvested.
+func TestAnnounce_FailureNeverFailsTheTick(t *testing.T) {
+	t.Parallel()
+	a := &failingAnnouncer{}
+	e := newEnv(t, envConfig{sim: simConfig(3000), tweak: func(o *batch.Options) { o.Announcer = a }})
+	j := e.submit("contoso", items(2, "fail"))
+	e.pollUntil(30*time.Second, harvested, j.ID)
+	for range 2 {
+		if _, err := e.svc.Poll(e.ctx()); err != nil {
+			t.Fatalf("Poll: %v", err)
+		}
+	}
+	if n := a.calls.Load(); n != 1 {
+		t.Errorf("Announce called %d times, want once", n)
+	}
+}
