@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/ledger"
@@ -40,6 +42,9 @@ const (
 	// dimensions and no Source.
 	SourceOffpath = "offpath"
 )
+
+// EntraScope is the token scope of Application Insights' ingestion.
+const EntraScope = "https://monitor.azure.com//.default"
 
 // Connection is what an Application Insights connection string names.
 type Connection struct {
@@ -81,8 +86,12 @@ type AppInsightsOptions struct {
 	// Namespace of the metrics (default DefaultNamespace, API Management's).
 	Namespace string
 	// Role is the cloud role name on the telemetry (default "offpath").
-	Role   string
-	Client *http.Client
+	Role string
+	// Credential, when set, authorises each request with an Entra token
+	// for Azure Monitor (EntraScope): what a component with local
+	// authentication disabled requires.
+	Credential azcore.TokenCredential
+	Client     *http.Client
 	// Buffer is how many samples wait to be sent before new ones are
 	// dropped (default 10000); MaxBatch how many go in one request
 	// (default 500); Interval how long a sample waits for others (default
@@ -275,6 +284,13 @@ func (a *AppInsights) send(samples []ledger.Sample) error {
 		return fmt.Errorf("token metrics request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/x-json-stream")
+	if a.o.Credential != nil {
+		tok, err := a.o.Credential.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{EntraScope}})
+		if err != nil {
+			return fmt.Errorf("token for Application Insights: %w", err)
+		}
+		req.Header.Set("Authorization", "Bearer "+tok.Token)
+	}
 	resp, err := a.o.Client.Do(req)
 	if err != nil {
 		return fmt.Errorf("post token metrics: %w", err)

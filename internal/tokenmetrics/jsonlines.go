@@ -53,3 +53,13 @@ func ReadJSONLines(r io.Reader) ([]ledger.Sample, error) {
 		out = append(out, s)
 	}
 }
+
+// Multi emits to each of its sinks.
+type Multi []ledger.Metrics
+
+// Emit emits the samples to every sink.
+func (m Multi) Emit(ctx context.Context, samples []ledger.Sample) {
+	for _, s := range m {
+		s.Emit(ctx, samples)
+	}
+}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/azurite"
@@ -30,6 +32,8 @@ type ingestion struct {
 	envelopes []tokenmetrics.Envelope
 	fail      bool
 	requests  int
+	// token, when set, is the bearer token every request must carry.
+	token string
 }
 
 func (in *ingestion) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -38,6 +42,10 @@ func (in *ingestion) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	in.requests++
 	if r.Method != http.MethodPost || r.URL.Path != "/v2.1/track" {
 		http.Error(w, "not found", http.StatusNotFound)
+		return
+	}
+	if in.token != "" && r.Header.Get("Authorization") != "Bearer "+in.token {
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
 	if in.fail {
@@ -184,4 +192,27 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	shared.Stop()
 	os.Exit(code)
+}
+
+type fakeCredential struct{ scopes []string }
+
+func (f *fakeCredential) GetToken(_ context.Context, o policy.TokenRequestOptions) (azcore.AccessToken, error) {
+	f.scopes = o.Scopes
+	return azcore.AccessToken{Token: "entra-token", ExpiresOn: time.Now().Add(time.Hour)}, nil
+}
+
+func TestAppInsights_EntraToken(t *testing.T) {
+	t.Parallel()
+	in := &ingestion{token: "entra-token"}
+	srv := httptest.NewServer(in)
+	t.Cleanup(srv.Close)
+	c, _ := tokenmetrics.ParseConnectionString("InstrumentationKey=" + ikey + ";IngestionEndpoint=" + srv.URL)
+	cred := &fakeCredential{}
+	a := tokenmetrics.NewAppInsights(tokenmetrics.AppInsightsOptions{Connection: c, Interval: time.Hour, Credential: cred, Log: zerolog.Nop()})
+	defer a.Close(context.Background())
+	a.Emit(context.Background(), []ledger.Sample{{Time: time.Now(), Tenant: "t", Alias: "a", Deployment: "d", Path: ledger.Queue, PromptTokens: 1, TotalTokens: 1}})
+	a.Flush(context.Background())
+	if n := len(in.got()); n != 3 || len(cred.scopes) != 1 || cred.scopes[0] != "https://monitor.azure.com//.default" {
+		t.Errorf("envelopes = %d, scopes = %v", n, cred.scopes)
+	}
 }
