@@ -2,8 +2,10 @@ package tokenmetrics_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,5 +115,52 @@ func TestShippedQuery_SumsEqualTheLedger(t *testing.T) {
 	// the others; three metrics each.
 	if n := len(in.got()); n != 3*(3+2+2+1+1) {
 		t.Errorf("envelopes = %d, want %d", n, 3*9)
+	}
+}
+
+// The workbook shipped in the infra runs the shipped query, not a copy
+// that drifted from it.
+func TestWorkbook_RunsTheShippedQuery(t *testing.T) {
+	t.Parallel()
+	query, err := os.ReadFile("../../infra/queries/tokens-by-team.kql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for l := range strings.SplitSeq(string(query), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "//") {
+			lines = append(lines, l)
+		}
+	}
+	b, err := os.ReadFile("../../infra/workbooks/tokens-by-team.workbook.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wb struct {
+		Version string `json:"version"`
+		Items   []struct {
+			Type    int `json:"type"`
+			Content struct {
+				Query                    string `json:"query"`
+				ResourceType             string `json:"resourceType"`
+				TimeContextFromParameter string `json:"timeContextFromParameter"`
+			} `json:"content"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(b, &wb); err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, it := range wb.Items {
+		if it.Type != 3 { // a query item
+			continue
+		}
+		found++
+		if it.Content.Query != strings.Join(lines, "\n") || it.Content.ResourceType != "microsoft.insights/components" || it.Content.TimeContextFromParameter != "TimeRange" {
+			t.Errorf("workbook query item = %+v", it.Content)
+		}
+	}
+	if wb.Version != "Notebook/1.0" || found != 1 {
+		t.Errorf("workbook version %q with %d query items", wb.Version, found)
 	}
 }
