@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -14,7 +17,8 @@ import (
 )
 
 // newTokenMetrics builds where the ledger's changes go as token metrics:
-// Application Insights, the JSON-lines file, both, or nowhere (nil). stop
+// Application Insights, the JSON-lines file, Prometheus' /metrics, any of
+// them, or nowhere (nil). stop
 // sends what is queued and closes the file.
 func newTokenMetrics(cfg config.Handler, log zerolog.Logger) (m ledger.Metrics, stop func(context.Context), err error) {
 	tm := cfg.TokenMetrics
@@ -34,6 +38,20 @@ func newTokenMetrics(cfg config.Handler, log zerolog.Logger) (m ledger.Metrics, 
 		}
 		sinks = append(sinks, tokenmetrics.NewJSONLines(f, log))
 		stops = append(stops, func(context.Context) { f.Close() })
+	}
+	if tm.PrometheusAddr != "" {
+		p := tokenmetrics.NewPrometheus()
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", p)
+		ln, err := net.Listen("tcp", tm.PrometheusAddr)
+		if err != nil {
+			return nil, stop, fmt.Errorf("OFFPATH_METRICS_ADDR: %w", err)
+		}
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		log.Info().Str("addr", ln.Addr().String()).Msg("serving Prometheus metrics on /metrics")
+		sinks = append(sinks, p)
+		stops = append(stops, func(ctx context.Context) { _ = srv.Shutdown(ctx) })
 	}
 	if tm.AppInsights {
 		conn, err := tokenmetrics.ParseConnectionString(tm.ConnectionString)

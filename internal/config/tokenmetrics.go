@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"path/filepath"
 	"strings"
 
@@ -26,13 +27,17 @@ type TokenMetrics struct {
 	// dev stack's .run/metrics.jsonl), with or without Application
 	// Insights.
 	File string `json:"file,omitempty"`
+	// PrometheusAddr is OFFPATH_METRICS_ADDR: where the handler serves
+	// /metrics in Prometheus' text format (host:port, e.g. ":9464" on the
+	// AKS workers, for clusters that scrape).
+	PrometheusAddr string `json:"prometheus_addr,omitempty"`
 }
 
 func (c *Handler) loadTokenMetrics(getenv func(string) string) []error {
 	m := &TokenMetrics{ConnectionString: strings.TrimSpace(getenv("APPLICATIONINSIGHTS_CONNECTION_STRING")),
-		File: strings.TrimSpace(getenv("OFFPATH_TOKEN_METRICS_FILE"))}
+		File: strings.TrimSpace(getenv("OFFPATH_TOKEN_METRICS_FILE")), PrometheusAddr: strings.TrimSpace(getenv("OFFPATH_METRICS_ADDR"))}
 	m.AppInsights = m.ConnectionString != ""
-	if m.ConnectionString == "" && m.File == "" {
+	if m.ConnectionString == "" && m.File == "" && m.PrometheusAddr == "" {
 		return nil
 	}
 	var errs []error
@@ -55,6 +60,11 @@ func (c *Handler) loadTokenMetrics(getenv func(string) string) []error {
 	}
 	if m.File != "" && !filepath.IsAbs(m.File) {
 		errs = append(errs, fmt.Errorf("OFFPATH_TOKEN_METRICS_FILE %q: must be an absolute path", m.File))
+	}
+	if m.PrometheusAddr != "" {
+		if _, port, err := net.SplitHostPort(m.PrometheusAddr); err != nil || port == "" {
+			errs = append(errs, fmt.Errorf("OFFPATH_METRICS_ADDR %q: want host:port, e.g. :9464", m.PrometheusAddr))
+		}
 	}
 	c.TokenMetrics = m
 	return errs

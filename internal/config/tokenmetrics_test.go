@@ -42,6 +42,12 @@ func TestLoadHandler_TokenMetrics(t *testing.T) {
 		{name: "no key", env: with("APPLICATIONINSIGHTS_CONNECTION_STRING", "IngestionEndpoint=https://x/"), wantErr: "APPLICATIONINSIGHTS_CONNECTION_STRING"},
 		{name: "bad authorization", env: with("APPLICATIONINSIGHTS_CONNECTION_STRING", cs, "APPLICATIONINSIGHTS_AUTHENTICATION_STRING", "Authorization=Key"),
 			wantErr: "APPLICATIONINSIGHTS_AUTHENTICATION_STRING"},
+		{name: "prometheus only", env: with("OFFPATH_METRICS_ADDR", ":9464"), check: func(t *testing.T, m *config.TokenMetrics) {
+			if m == nil || m.AppInsights || m.File != "" || m.PrometheusAddr != ":9464" {
+				t.Errorf("TokenMetrics = %+v", m)
+			}
+		}},
+		{name: "bad prometheus address", env: with("OFFPATH_METRICS_ADDR", "9464"), wantErr: "OFFPATH_METRICS_ADDR"},
 		{name: "relative file", env: with("OFFPATH_TOKEN_METRICS_FILE", "metrics.jsonl"), wantErr: "OFFPATH_TOKEN_METRICS_FILE"},
 	}
 	for _, tt := range tests {
