@@ -40,8 +40,9 @@ type LedgerOptions struct {
 	Parallel int
 	// Metrics, when set, receives every write's change to the ledger's
 	// tokens, after the write: each write then first reads the rows it
-	// replaces. A writer that dies between its write and the emit loses
-	// that sample (the ledger keeps the tokens).
+	// replaces. A writer that dies between its write and the emit, or a
+	// write that committed but whose reply was lost, loses that sample
+	// (the ledger keeps the tokens).
 	Metrics ledger.Metrics
 }
 
