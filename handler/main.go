@@ -57,7 +57,17 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	tenancy, err := newTenancy(cfg)
+	metrics, stopMetrics, err := newTokenMetrics(cfg, logger)
+	if err != nil {
+		return err
+	}
+	// After the server has shut down: its last ledger writes are sent too.
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		stopMetrics(ctx)
+	}()
+	tenancy, err := newTenancy(cfg, metrics)
 	if err != nil {
 		return err
 	}

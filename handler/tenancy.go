@@ -9,6 +9,7 @@ import (
 	"github.com/offpath/offpath/internal/auth"
 	"github.com/offpath/offpath/internal/config"
 	"github.com/offpath/offpath/internal/entra"
+	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/tablestore"
 )
 
@@ -26,7 +27,7 @@ type tenancy struct {
 // newTenancy builds the Table Storage clients and the authenticator. It does
 // no I/O: tables are created on first write, signing keys fetched on the
 // first Entra token, so start-up stays fast.
-func newTenancy(cfg config.Handler) (tenancy, error) {
+func newTenancy(cfg config.Handler, metrics ledger.Metrics) (tenancy, error) {
 	conn := tablestore.Connection{ConnectionString: cfg.Storage.ConnectionString, ServiceURL: cfg.Storage.TableServiceURL}
 	if conn.ConnectionString == "" {
 		cred, err := credential(cfg.Storage.ClientID)
@@ -41,7 +42,7 @@ func newTenancy(cfg config.Handler) (tenancy, error) {
 	}
 	t := tenancy{
 		tenants:  tablestore.NewTenants(svc, tablestore.DefaultTenantsTable),
-		ledger:   tablestore.NewLedger(svc, tablestore.LedgerOptions{}),
+		ledger:   tablestore.NewLedger(svc, tablestore.LedgerOptions{Metrics: metrics}),
 		webhooks: tablestore.NewWebhooks(svc, tablestore.DefaultWebhooksTable),
 		docs:     tablestore.NewDocuments(svc, "", nil),
 	}

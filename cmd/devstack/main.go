@@ -90,13 +90,19 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("seed the demo tenants (did `make app` run?): %w", err)
 	}
 
+	// Every ledger change also goes, as token metrics, to a JSON-lines file.
+	metricsFile, err := filepath.Abs(filepath.Join(*state, "metrics.jsonl"))
+	if err != nil {
+		return fmt.Errorf("state folder: %w", err)
+	}
 	// The app's local settings: the example's values, pointed at this stack.
 	settings, err := writeSettings(settingsSource(), *appDir, map[string]string{
-		"AzureWebJobsStorage":      az.ConnectionString(),
-		"OFFPATH_AOAI_ENDPOINT":    simURL,
-		"OFFPATH_AOAI_API_KEY":     aoaisim.DefaultKey,
-		"OFFPATH_ADMIN_KEY_SHA256": seeded.adminDigest,
-		"OFFPATH_AOAI_LIMITS":      aoaiLimits(),
+		"AzureWebJobsStorage":        az.ConnectionString(),
+		"OFFPATH_AOAI_ENDPOINT":      simURL,
+		"OFFPATH_AOAI_API_KEY":       aoaisim.DefaultKey,
+		"OFFPATH_ADMIN_KEY_SHA256":   seeded.adminDigest,
+		"OFFPATH_AOAI_LIMITS":        aoaiLimits(),
+		"OFFPATH_TOKEN_METRICS_FILE": metricsFile,
 	})
 	if err != nil {
 		return err
@@ -205,6 +211,7 @@ func banner(w io.Writer, hostURL, simURL string, az *azurite.Azurite, app *devho
 	for _, fn := range app.Functions {
 		fmt.Fprintf(w, " %s (%s)", fn.Name, fn.Trigger().Type)
 	}
+	fmt.Fprintf(w, "\n  Token metrics          %s   (Application Insights' stream, one ledger change a line)", s["OFFPATH_TOKEN_METRICS_FILE"])
 	fmt.Fprintf(w, "\n  Blob triggers          as the Storage extension %s sends them (%s, -storage-extension)\n", app.StorageExtension, devhost.StorageExtensionSetting)
 	fmt.Fprintf(w, "\n  Try:\n")
 	fmt.Fprintf(w, "    curl -s -H 'x-functions-key: %s' %s/api/v1/health\n", s["DEVHOST_FUNCTION_KEY"], hostURL)

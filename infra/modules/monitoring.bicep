@@ -37,6 +37,22 @@ resource appi 'Microsoft.Insights/components@2020-02-02' = {
   }
 }
 
+// Tokens by team: the gateway's metrics (API Management's
+// llm-emit-token-metric) beside offpath's queue and batch ones, which carry
+// the same names; the query is ../queries/tokens-by-team.kql.
+resource tokensWorkbook 'Microsoft.Insights/workbooks@2023-06-01' = {
+  name: guid(appi.id, 'tokens-by-team')
+  location: location
+  tags: tags
+  kind: 'shared'
+  properties: {
+    displayName: 'Tokens by team'
+    category: 'workbook'
+    sourceId: appi.id
+    serializedData: loadTextContent('../workbooks/tokens-by-team.workbook.json')
+  }
+}
+
 output logAnalyticsId string = law.id
 output appInsightsName string = appi.name
 // Not a secret: it locates the component; with local auth disabled it

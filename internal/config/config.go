@@ -83,6 +83,10 @@ type Handler struct {
 	// Reconcile configures the reconcile timer; nil without
 	// OFFPATH_AOAI_RESOURCE_ID (see Reconcile).
 	Reconcile *Reconcile `json:"reconcile,omitempty"`
+	// TokenMetrics says where ledger changes go as token metrics; nil
+	// without APPLICATIONINSIGHTS_CONNECTION_STRING or
+	// OFFPATH_TOKEN_METRICS_FILE (see TokenMetrics).
+	TokenMetrics *TokenMetrics `json:"token_metrics,omitempty"`
 }
 
 // LoadHandler reads the handler's configuration. readFile reads host.json.
@@ -149,6 +153,7 @@ func LoadHandler(getenv func(string) string, readFile func(string) ([]byte, erro
 	errs = append(errs, c.loadNightly(getenv)...)
 	errs = append(errs, c.loadIngest(getenv, readFile)...)
 	errs = append(errs, c.loadReconcile(getenv)...)
+	errs = append(errs, c.loadTokenMetrics(getenv)...)
 	return c, errors.Join(errs...)
 }
 

@@ -178,4 +178,8 @@ func TestE2E_CrashRedelivery(t *testing.T) {
 	if !strings.Contains(s.out.String(), "handler exited") {
 		t.Error("the dev host did not see the handler die")
 	}
+	_, metered, _ := s.servedAndMetered()
+	if d := s.streamMismatch("acme", metered); d != "" {
+		t.Errorf("token metrics stream ≠ ledger: %s", d)
+	}
 }

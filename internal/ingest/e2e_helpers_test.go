@@ -30,6 +30,7 @@ import (
 	"github.com/offpath/offpath/internal/sbemu"
 	"github.com/offpath/offpath/internal/tablestore"
 	"github.com/offpath/offpath/internal/tenant"
+	"github.com/offpath/offpath/internal/tokenmetrics"
 )
 
 // The end-to-end tests run the real handler binary with the repository's
@@ -176,6 +177,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		"OFFPATH_AOAI_ENDPOINT": simURL, "OFFPATH_AOAI_API_KEY": aoaisim.DefaultKey,
 		"OFFPATH_AOAI_BASE_BACKOFF": "20ms", "OFFPATH_AOAI_MAX_BACKOFF": "200ms",
 		"OFFPATH_LOG_LEVEL": "info", "DEVHOST_FUNCTION_KEY": "fkey", "DEVHOST_MASTER_KEY": "mkey",
+		"OFFPATH_TOKEN_METRICS_FILE": filepath.Join(s.appDir, "metrics.jsonl"),
 	}
 	for k, v := range o.settings {
 		values[k] = v
@@ -371,4 +373,30 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// streamed sums the handler's token metrics stream per deployment (prompt,
+// completion), as the shipped query sums Application Insights' copy.
+func (s *stack) streamed(tenantID string) map[string][2]int64 {
+	s.t.Helper()
+	f, err := os.Open(filepath.Join(s.appDir, "metrics.jsonl"))
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string][2]int64{}
+	}
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer f.Close()
+	samples, err := tokenmetrics.ReadJSONLines(f)
+	if err != nil {
+		s.t.Fatalf("token metrics stream: %v", err)
+	}
+	out := map[string][2]int64{}
+	for _, m := range samples {
+		if m.Tenant == tenantID {
+			v := out[m.Deployment]
+			out[m.Deployment] = [2]int64{v[0] + m.PromptTokens, v[1] + m.CompletionTokens}
+		}
+	}
+	return out
 }

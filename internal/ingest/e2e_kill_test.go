@@ -102,6 +102,9 @@ func TestE2E_KillsMeterEveryAttempt(t *testing.T) {
 	if abandoned == 0 {
 		t.Error("no abandoned attempt in the ledger: the kills hit nothing")
 	}
+	if d := s.streamMismatch("acme", metered); d != "" {
+		t.Errorf("token metrics stream ≠ ledger: %s", d)
+	}
 	t.Logf("%d documents, %d kills: simulator served %v, ledger %v (of which abandoned attempts %d tokens)",
 		docs, kills, served, metered, abandoned)
 }
@@ -131,6 +134,8 @@ func (s *stack) servedAndMetered() (served, metered map[string][2]int64, abandon
 	return served, metered, abandoned
 }
 
+// meteredEqualsServed: the ledger holds what the simulator served, and
+// the token metrics stream has every change of it.
 func (s *stack) meteredEqualsServed() bool {
 	served, metered, _ := s.servedAndMetered()
 	for dep, want := range served {
@@ -138,5 +143,23 @@ func (s *stack) meteredEqualsServed() bool {
 			return false
 		}
 	}
-	return true
+	return s.streamMismatch("acme", metered) == ""
+}
+
+// streamMismatch says how the token metrics stream differs from the
+// ledger's tokens per deployment, or "" when it sums to them exactly.
+func (s *stack) streamMismatch(tenantID string, metered map[string][2]int64) string {
+	streamed := s.streamed(tenantID)
+	var diffs []string
+	for dep, want := range metered {
+		if streamed[dep] != want {
+			diffs = append(diffs, fmt.Sprintf("%s: stream %v, ledger %v", dep, streamed[dep], want))
+		}
+	}
+	for dep, got := range streamed {
+		if _, ok := metered[dep]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s: stream %v, not in the ledger", dep, got))
+		}
+	}
+	return strings.Join(diffs, "; ")
 }

@@ -25,6 +25,7 @@ type Ledger struct {
 	t        table
 	now      func() time.Time
 	parallel int
+	metrics  ledger.Metrics
 }
 
 // LedgerOptions configure a Ledger.
@@ -37,6 +38,12 @@ type LedgerOptions struct {
 	// (default 1: the transactions of one tenant-month share a partition,
 	// which serves them one at a time anyway).
 	Parallel int
+	// Metrics, when set, receives every write's change to the ledger's
+	// tokens, after the write: each write then first reads the rows it
+	// replaces. A writer that dies between its write and the emit, or a
+	// write that committed but whose reply was lost, loses that sample
+	// (the ledger keeps the tokens).
+	Metrics ledger.Metrics
 }
 
 // NewLedger returns the ledger store.
@@ -44,7 +51,7 @@ func NewLedger(svc *aztables.ServiceClient, o LedgerOptions) *Ledger {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Ledger{t: table{client: svc.NewClient(cmp.Or(o.Table, DefaultLedgerTable))}, now: o.Now, parallel: max(o.Parallel, 1)}
+	return &Ledger{t: table{client: svc.NewClient(cmp.Or(o.Table, DefaultLedgerTable))}, now: o.Now, parallel: max(o.Parallel, 1), metrics: o.Metrics}
 }
 
 // Partition is the partition key of a tenant's month: "<tenant>|<YYYY-MM>".
@@ -59,12 +66,19 @@ func (l *Ledger) Record(ctx context.Context, e ledger.Entry) error {
 	if err := l.t.ensure(ctx); err != nil {
 		return err
 	}
+	sample, changed, err := l.delta(ctx, &e)
+	if err != nil {
+		return err
+	}
 	b, err := json.Marshal(toLedgerEntity(e, l.now()))
 	if err != nil {
 		return fmt.Errorf("encode ledger entry: %w", err)
 	}
 	if _, err := l.t.client.UpsertEntity(ctx, b, &aztables.UpsertEntityOptions{UpdateMode: aztables.UpdateModeReplace}); err != nil {
 		return fmt.Errorf("record ledger entry %s %s: %w", Partition(e.Tenant, e.Month), e.Key(), err)
+	}
+	if changed {
+		l.emit(ctx, []ledger.Sample{sample})
 	}
 	return nil
 }
@@ -114,8 +128,9 @@ func (l *Ledger) RecordBatch(ctx context.Context, entries []ledger.Entry) error 
 	// Group by partition, keeping first-seen order; the last write of a
 	// unit wins, as it would with one call per entry.
 	type group struct {
-		order []string
-		rows  map[string][]byte
+		order   []string
+		rows    map[string][]byte
+		entries map[string]*ledger.Entry
 	}
 	groups := map[string]*group{}
 	var partitions []string
@@ -124,7 +139,7 @@ func (l *Ledger) RecordBatch(ctx context.Context, entries []ledger.Entry) error 
 		pk := Partition(e.Tenant, e.Month)
 		g := groups[pk]
 		if g == nil {
-			g = &group{rows: map[string][]byte{}}
+			g = &group{rows: map[string][]byte{}, entries: map[string]*ledger.Entry{}}
 			groups[pk] = g
 			partitions = append(partitions, pk)
 		}
@@ -136,20 +151,30 @@ func (l *Ledger) RecordBatch(ctx context.Context, entries []ledger.Entry) error 
 		if _, seen := g.rows[rk]; !seen {
 			g.order = append(g.order, rk)
 		}
-		g.rows[rk] = b
+		g.rows[rk], g.entries[rk] = b, e
 	}
 	var chunks [][]aztables.TransactionAction
 	var chunkPartition []string
+	var chunkSamples [][]ledger.Sample
 	for _, pk := range partitions {
 		g := groups[pk]
 		for start := 0; start < len(g.order); start += MaxTransaction {
 			keys := g.order[start:min(start+MaxTransaction, len(g.order))]
 			actions := make([]aztables.TransactionAction, len(keys))
+			var samples []ledger.Sample
 			for i, rk := range keys {
 				actions[i] = aztables.TransactionAction{ActionType: aztables.TransactionTypeInsertReplace, Entity: g.rows[rk]}
+				s, changed, err := l.delta(ctx, g.entries[rk])
+				if err != nil {
+					return err
+				}
+				if changed {
+					samples = append(samples, s)
+				}
 			}
 			chunks = append(chunks, actions)
 			chunkPartition = append(chunkPartition, pk)
+			chunkSamples = append(chunkSamples, samples)
 		}
 	}
 	// A few transactions in flight at once: each is atomic on its own, and
@@ -164,7 +189,9 @@ func (l *Ledger) RecordBatch(ctx context.Context, entries []ledger.Entry) error 
 			defer func() { <-sem; wg.Done() }()
 			if _, err := l.t.client.SubmitTransaction(ctx, actions, nil); err != nil {
 				errs[i] = fmt.Errorf("record %d ledger entries in %s: %w", len(actions), chunkPartition[i], err)
+				return
 			}
+			l.emit(ctx, chunkSamples[i])
 		}()
 	}
 	wg.Wait()
