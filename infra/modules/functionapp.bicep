@@ -108,6 +108,11 @@ var flexAppSettings = {
   // Tenant webhooks are found and delivered every 30 seconds, in their own
   // function, never in the poll tick.
   OFFPATH_WEBHOOK_SCHEDULE: '*/30 * * * * *'
+  // The host refuses request bodies over 100 MB unless told otherwise;
+  // the OpenAI-compatible door takes batch input files of up to 1 GiB
+  // (multipart, so a MiB more). The front end's 230-second limit on an
+  // HTTP request still bounds what a slow link can upload.
+  FUNCTIONS_REQUEST_BODY_SIZE_LIMIT: '1074790400'
   // The deployments' whole quotas, shared by every running instance (and
   // the AKS workers) through leases in Table Storage; the most instances
   // that may run, which divides them for the static fallback share.

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -380,5 +382,47 @@ func TestDevhost_CutsOffSlowClients(t *testing.T) {
 	}
 	if code, body, _ := do(t, http.MethodGet, h.URL()+"/api/v1/hello", "fkey", ""); code != http.StatusOK {
 		t.Errorf("after the slow clients: %d %s", code, body)
+	}
+}
+
+// TestDevhost_RequestBodyLimit: FUNCTIONS_REQUEST_BODY_SIZE_LIMIT moves the
+// host's request body limit (100 MB without it): a body over it is 413
+// before any function runs, one within it is served; a limit that is no
+// positive number stops the host from loading the app.
+func TestDevhost_RequestBodyLimit(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, azurite.Start(t), 10)
+	a := newApp(t, "", "api")
+	settings := filepath.Join(a.dir, "local.settings.json")
+	b, err := os.ReadFile(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited := strings.Replace(string(b), `"Values":{`, `"Values":{"FUNCTIONS_REQUEST_BODY_SIZE_LIMIT":"1024",`, 1)
+	if err := os.WriteFile(settings, []byte(limited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := s.run(t, a)
+	if code, body, _ := do(t, http.MethodPost, h.URL()+"/api/v1/upload", "fkey", strings.Repeat("x", 1025)); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("1025 bytes over a 1024-byte limit: %d %s, want 413", code, body)
+	}
+	if code, body, _ := do(t, http.MethodPost, h.URL()+"/api/v1/upload", "fkey", strings.Repeat("x", 1024)); code != http.StatusOK {
+		t.Errorf("1024 bytes within the limit: %d %s, want 200", code, body)
+	}
+
+	for _, bad := range []string{"0", "-5", "100MB"} {
+		if err := os.WriteFile(settings, []byte(strings.Replace(string(b), `"Values":{`, `"Values":{"FUNCTIONS_REQUEST_BODY_SIZE_LIMIT":"`+bad+`",`, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := devhost.LoadApp(a.dir, func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "FUNCTIONS_REQUEST_BODY_SIZE_LIMIT") {
+			t.Errorf("limit %q: LoadApp error %v, want one naming the setting", bad, err)
+		}
+	}
+	if err := os.WriteFile(settings, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	app, err := devhost.LoadApp(a.dir, func(string) string { return "" })
+	if err != nil || app.MaxRequestBody != 100<<20 {
+		t.Errorf("without the setting: limit %v (%v), want 100 MB", app, err)
 	}
 }

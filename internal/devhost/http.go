@@ -14,9 +14,6 @@ import (
 	"time"
 )
 
-// maxHTTPBody is the host's request size limit (100 MB by default).
-const maxHTTPBody = 100 << 20
-
 // serveHTTP serves HTTP functions, the admin API and the dev host's own
 // endpoints on the front address until ctx is done.
 func (h *Host) serveHTTP(ctx context.Context) error {
@@ -66,11 +63,11 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusUnauthorized) // the host answers 401 with no body
 			return
 		}
-		if r.ContentLength > maxHTTPBody {
+		if r.ContentLength > h.app.MaxRequestBody {
 			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxHTTPBody)
+		r.Body = http.MaxBytesReader(w, r.Body, h.app.MaxRequestBody)
 		if fn.forwarded(h.app.Host) {
 			h.forward(w, r, fn)
 		} else {
