@@ -46,19 +46,35 @@ func TestE2E_KillsMeterEveryAttempt(t *testing.T) {
 		}
 		return n
 	}
+	// Before the first kill, unfinished rows at a freeze are an attempt in
+	// progress that has spent: the first kill waits for one, so that it
+	// abandons a document mid-way (a freeze can find every document in
+	// flight still before its first call).
+	hit := false
 	for k := range kills {
 		next := answered() + 25
 		eventually(t, 60*time.Second, fmt.Sprintf("work before kill %d", k+1), func() bool { return answered() >= next })
-		if err := s.sim.SetFaults([]aoaisim.FaultRule{{Route: "embeddings", HangRate: 1}, {Route: "chat", HangRate: 1}}); err != nil {
-			t.Fatal(err)
-		}
-		deadline := time.Now().Add(30 * time.Second)
-		for s.sim.Stats().InFlight != 0 || !s.meteredEqualsServed() {
-			if time.Now().After(deadline) {
-				served, metered, _ := s.servedAndMetered()
-				t.Fatalf("kill %d: not every answered call is metered: %d in flight, served %v, ledger %v", k+1, s.sim.Stats().InFlight, served, metered)
+		for {
+			if err := s.sim.SetFaults([]aoaisim.FaultRule{{Route: "embeddings", HangRate: 1}, {Route: "chat", HangRate: 1}}); err != nil {
+				t.Fatal(err)
 			}
-			time.Sleep(50 * time.Millisecond)
+			deadline := time.Now().Add(30 * time.Second)
+			for s.sim.Stats().InFlight != 0 || !s.meteredEqualsServed() {
+				if time.Now().After(deadline) {
+					served, metered, _ := s.servedAndMetered()
+					t.Fatalf("kill %d: not every answered call is metered: %d in flight, served %v, ledger %v", k+1, s.sim.Stats().InFlight, served, metered)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if _, _, unfinished := s.servedAndMetered(); hit || unfinished > 0 {
+				hit = true
+				break
+			}
+			if err := s.sim.SetFaults(nil); err != nil {
+				t.Fatal(err)
+			}
+			more := answered() + 1
+			eventually(t, 60*time.Second, "an attempt that has spent tokens", func() bool { return answered() >= more })
 		}
 		s.killHandler()
 		// The dead handler's requests still on their way must meet the
