@@ -87,6 +87,9 @@ func newIngest(cfg config.Handler, t tenancy, logger zerolog.Logger) (*ingest.En
 		Statuses: t.docs, Ledger: t.ledger, Models: models, Blobs: ingest.BlobStore(store),
 		Chunk: chunk.Options{Size: in.ChunkTokens, Overlap: in.ChunkOverlap}, Budget: in.Budget,
 	}
+	if t.prom != nil {
+		o.Outcomes = t.prom
+	}
 	enq, err := ingest.NewEnqueuer(o)
 	if err != nil {
 		return nil, nil, nil, err

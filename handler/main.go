@@ -57,7 +57,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	metrics, stopMetrics, err := newTokenMetrics(cfg, logger)
+	metrics, prom, stopMetrics, err := newTokenMetrics(cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -71,6 +71,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return err
 	}
+	tenancy.prom = prom
 	batches, err := newBatch(cfg, tenancy, logger)
 	if err != nil {
 		return fmt.Errorf("batch: %w", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/offpath/offpath/internal/invoke"
 	"github.com/offpath/offpath/internal/monitor"
 	"github.com/offpath/offpath/internal/reconcile"
+	"github.com/offpath/offpath/internal/tablestore"
 )
 
 // newReconciler builds the reconciliation against Azure Monitor, or
@@ -39,13 +40,19 @@ func newReconciler(cfg config.Handler, t tenancy) (*reconcile.Reconciler, error)
 	if cfg.Batch != nil {
 		webhook = cfg.Batch.AlertWebhook
 	}
+	tables, err := tableService(cfg)
+	if err != nil {
+		return nil, err
+	}
 	return reconcile.New(reconcile.Options{Metrics: metrics, Ledger: t.ledger, Tenants: t.tenants, Alerts: alert.New(webhook, nil),
+		Watermark:        tablestore.NewWatermark(tables, "", "reconcile"),
 		BatchDeployments: batchDeps, Settle: r.Settle, Tolerance: r.Tolerance, MinTokens: r.MinTokens})
 }
 
-// runReconcile is the reconcile timer function: the hour that has just
-// become final, compared with Azure's meter. A failure to read the ledger
-// or the metrics fails the invocation (that hour is not compared again).
+// runReconcile is the reconcile timer function: every hour that became
+// final since the last run (the watermark's), compared with Azure's meter.
+// A failure to read the ledger or the metrics fails the invocation; the
+// next run starts again at the hour that failed.
 func runReconcile(r *reconcile.Reconciler) invoke.Func {
 	return func(ctx context.Context, req *invoke.Request) (invoke.Result, error) {
 		if r == nil {

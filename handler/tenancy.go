@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/offpath/offpath/internal/tokenmetrics"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
@@ -22,6 +23,9 @@ type tenancy struct {
 	// docs are the document statuses, where rejections are recorded.
 	docs *tablestore.Documents
 	auth *auth.Authenticator
+	// prom, when the Prometheus endpoint is served, counts the queue path's
+	// outcomes and the poll tick's jobs by state.
+	prom *tokenmetrics.Prometheus
 }
 
 // newTenancy builds the Table Storage clients and the authenticator. It does

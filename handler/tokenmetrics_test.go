@@ -24,8 +24,10 @@ func TestRun_ServesPrometheusMetrics(t *testing.T) {
 	}
 	body, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	if res.StatusCode != http.StatusOK || !strings.Contains(string(body), "# TYPE offpath_tokens_total counter") {
-		t.Errorf("GET /metrics = %d:\n%s", res.StatusCode, body)
+	for _, family := range []string{"# TYPE offpath_tokens_total counter", "# TYPE offpath_documents_total counter", "# TYPE offpath_batch_jobs gauge"} {
+		if res.StatusCode != http.StatusOK || !strings.Contains(string(body), family) {
+			t.Errorf("GET /metrics = %d, want %q:\n%s", res.StatusCode, family, body)
+		}
 	}
 	if _, err := os.Stat(file); err != nil {
 		t.Errorf("token metrics file: %v", err)

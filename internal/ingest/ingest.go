@@ -54,6 +54,13 @@ type Ledger interface {
 	Abandon(ctx context.Context, entries []ledger.Entry) error
 }
 
+// Outcomes counts how deliveries ended; *tokenmetrics.Prometheus is one.
+type Outcomes interface {
+	// Settled counts one delivery of tenant's (document.Unattributed for
+	// a claim check that names none) that ended with k.
+	Settled(tenant string, k outcome.Kind)
+}
+
 // Models embeds and summarises; *llm.Client is one.
 type Models interface {
 	Embed(ctx context.Context, deployment string, texts []string) (llm.Embeddings, error)
@@ -126,6 +133,8 @@ type Options struct {
 	Budget time.Duration
 	// TenantTTL is how long a tenant, once read, is trusted. Default 30 s.
 	TenantTTL time.Duration
+	// Outcomes, if set, counts the Processor's settled deliveries.
+	Outcomes Outcomes
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }

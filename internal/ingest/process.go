@@ -62,8 +62,15 @@ func NewProcessor(o Options) (*Processor, error) {
 // Process redeems one claim check and returns the document's status. The
 // error is nil for done, an outcome.Error for refused and rejected (both
 // recorded), and anything else for a transient failure: the message should
-// be abandoned and redelivered.
-func (p *Processor) Process(ctx context.Context, d Delivery) (document.Status, error) {
+// be abandoned and redelivered. Each delivery's outcome is counted in
+// Options.Outcomes, but for a redelivery of a version already finished.
+func (p *Processor) Process(ctx context.Context, d Delivery) (st document.Status, err error) {
+	owner := document.Unattributed // until the claim check names a tenant that exists
+	defer func() {
+		if p.o.Outcomes != nil && owner != "" {
+			p.o.Outcomes.Settled(owner, outcome.Of(err))
+		}
+	}()
 	if p.o.Budget > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, p.o.Budget)
@@ -84,15 +91,17 @@ func (p *Processor) Process(ctx context.Context, d Delivery) (document.Status, e
 	} else if err != nil {
 		return document.Status{}, err
 	}
+	owner = msg.Tenant
 	log := zerolog.Ctx(ctx).With().Str("tenant", msg.Tenant).Str("correlation_id", msg.CorrelationID).
 		Int("delivery_count", d.DeliveryCount).Logger()
 	ctx = log.WithContext(ctx)
 
-	st, err := p.o.Statuses.Get(ctx, msg.Tenant, name.Name)
+	st, err = p.o.Statuses.Get(ctx, msg.Tenant, name.Name)
 	if err != nil && !errors.Is(err, document.ErrNotFound) {
 		return document.Status{}, err
 	}
 	if err == nil && st.SameVersion(msg.ETag) && st.State.Final() {
+		owner = "" // counted when it finished
 		log.Info().Str("state", string(st.State)).Msg("this version is processed already; nothing to do")
 		return st, nil
 	}

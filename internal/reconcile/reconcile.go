@@ -12,9 +12,12 @@
 // # Which hour
 //
 // Azure's metrics arrive minutes late, so an hour is compared only once it
-// is final: each Run compares the hour that ended Settle ago (the timer
-// fires hourly, so every hour is compared once; a missed firing skips its
-// hour). Ledger rows are placed in the hour they were last written: a
+// is final, Settle after it ended. A watermark (the first hour not yet
+// compared, kept in Table Storage and written only if no other run moved
+// it) makes every hour compared once: each Run compares every final hour
+// from the watermark on, at most MaxHours of them (a longer outage skips
+// the oldest and says so in the log), then advances it. The first Run,
+// with no watermark, compares the latest final hour. Ledger rows are placed in the hour they were last written: a
 // queue delivery's rows are written as its calls return, so they fall in
 // the hour Azure counted them (a delivery that spans an hour boundary
 // shifts a few calls into the next hour: the tolerance absorbs that). A
@@ -47,7 +50,21 @@ const (
 	DefaultSettle    = 20 * time.Minute
 	DefaultTolerance = 0.01 // 1 % of Azure's count
 	DefaultMinTokens = 100  // differences up to this many tokens never alert
+	DefaultMaxHours  = 48   // hours one Run catches up at most
 )
+
+// ErrConflict is returned by a Watermark whose row another run wrote first.
+var ErrConflict = errors.New("the watermark was moved by another run")
+
+// Watermark keeps the first hour not yet compared (package tablestore's
+// Watermark).
+type Watermark interface {
+	// Load returns the hour and a version; the zero time when there is none.
+	Load(ctx context.Context) (next time.Time, version string, err error)
+	// Save writes next if the version is still version (""; no watermark
+	// yet), ErrConflict if not, and returns the new version.
+	Save(ctx context.Context, next time.Time, version string) (string, error)
+}
 
 // Tokens are prompt and completion tokens.
 type Tokens struct {
@@ -86,6 +103,12 @@ type Options struct {
 	Ledger  Ledger
 	Tenants Tenants
 	Alerts  Alerter
+	// Watermark, if set, makes Run catch up every hour since the last
+	// Run (see the package documentation); nil: Run compares the latest
+	// final hour only.
+	Watermark Watermark
+	// MaxHours bounds the hours one Run compares. Default DefaultMaxHours.
+	MaxHours int
 	// BatchDeployments are compared per day (see the package
 	// documentation).
 	BatchDeployments []string
@@ -102,7 +125,8 @@ type Options struct {
 	MinTokens int64
 }
 
-// Reconciler runs the reconciliation. It keeps no state between runs.
+// Reconciler runs the reconciliation. Its only state between runs is the
+// Watermark.
 type Reconciler struct {
 	o Options
 }
@@ -124,6 +148,9 @@ func New(o Options) (*Reconciler, error) {
 	if o.MinTokens <= 0 {
 		o.MinTokens = DefaultMinTokens
 	}
+	if o.MaxHours <= 0 {
+		o.MaxHours = DefaultMaxHours
+	}
 	return &Reconciler{o: o}, nil
 }
 
@@ -136,12 +163,49 @@ type Period struct {
 	Drift      bool
 }
 
-// Run compares the hour that ended Settle ago (and, for Global Batch
-// deployments, its day when it is the day's last hour) and alerts on
-// every drift. It returns every comparison made.
+// Run compares every final hour from the watermark on (without one, the
+// hour that ended Settle ago), each as Compare does, alerts on every
+// drift and advances the watermark past the hours compared. It returns
+// every comparison made; on an error, the hours compared before it stay
+// compared and the next Run starts at the one that failed.
 func (r *Reconciler) Run(ctx context.Context) ([]Period, error) {
-	hour := r.o.Now().UTC().Add(-r.o.Settle).Truncate(time.Hour).Add(-time.Hour)
-	return r.Compare(ctx, hour)
+	last := r.o.Now().UTC().Add(-r.o.Settle).Truncate(time.Hour).Add(-time.Hour)
+	if r.o.Watermark == nil {
+		return r.Compare(ctx, last)
+	}
+	next, version, err := r.o.Watermark.Load(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: %w", err)
+	}
+	if next.IsZero() {
+		next = last
+	}
+	if oldest := last.Add(-time.Duration(r.o.MaxHours-1) * time.Hour); next.Before(oldest) {
+		zerolog.Ctx(ctx).Warn().Str("event", "reconcile_hours_skipped").Time("from", next).Time("to", oldest).
+			Int("max_hours", r.o.MaxHours).Msg("more final hours than one run compares: the oldest are not compared")
+		next = oldest
+	}
+	var out []Period
+	var failed error
+	h := next
+	for ; !h.After(last); h = h.Add(time.Hour) {
+		if err := ctx.Err(); err != nil {
+			failed = fmt.Errorf("reconcile: %w", err)
+			break
+		}
+		ps, err := r.Compare(ctx, h)
+		if err != nil {
+			failed = fmt.Errorf("hour %s: %w", h.Format(time.RFC3339), err)
+			break
+		}
+		out = append(out, ps...)
+	}
+	if h.After(next) {
+		if _, err := r.o.Watermark.Save(ctx, h, version); err != nil {
+			return out, errors.Join(failed, fmt.Errorf("reconcile: advance the watermark to %s: %w", h.Format(time.RFC3339), err))
+		}
+	}
+	return out, failed
 }
 
 // Compare compares one UTC hour (and its day for Global Batch

@@ -11,6 +11,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/rs/zerolog"
@@ -59,6 +60,8 @@ type env struct {
 	ledger *tablestore.Ledger
 	alerts *alerttest.Recorder
 	rec    *reconcile.Reconciler
+	opts   reconcile.Options
+	svc    *aztables.ServiceClient
 	hour   time.Time
 	n      int
 }
@@ -90,8 +93,10 @@ func newEnv(t *testing.T) *env {
 	if err := tenants.Create(context.Background(), tenant.New(tenantID, "Contoso", time.Now())); err != nil {
 		t.Fatal(err)
 	}
-	e.rec, err = reconcile.New(reconcile.Options{Metrics: metrics, Ledger: e.ledger, Tenants: tenants, Alerts: e.alerts,
-		BatchDeployments: []string{batchDep}, Now: e.clock.Now})
+	e.svc = svc
+	e.opts = reconcile.Options{Metrics: metrics, Ledger: e.ledger, Tenants: tenants, Alerts: e.alerts,
+		BatchDeployments: []string{batchDep}, Now: e.clock.Now}
+	e.rec, err = reconcile.New(e.opts)
 	if err != nil {
 		t.Fatal(err)
 	}
