@@ -77,7 +77,8 @@ bench: deps
 	$(GO) test -run '^$$' -bench QuotaAdherence -benchtime 1x ./internal/llm/
 	$(GO) test -run '^$$' -bench FleetQuota -benchtime 1x -timeout 20m ./internal/llm/
 	$(GO) test -run '^$$' -bench Client -benchtime 3s ./internal/llm/
-	$(GO) test -run '^$$' -bench Upload150MB -benchtime 1x -count 2 ./internal/openaiapi/
+	$(GO) test -run '^$$' -bench 'Upload150MB$$' -benchtime 1x -count 2 ./internal/openaiapi/
+	$(GO) test -run '^$$' -bench Upload150MBHandler -benchtime 1x ./internal/openaiapi/
 	$(GO) test -run '^$$' -bench SubmitAdmit100k -benchtime 2x -timeout 20m ./internal/batch/
 	$(GO) test -run '^$$' -bench Harvest100k -benchtime 2x -timeout 20m ./internal/batch/
 	$(GO) test -run '^$$' -bench PollTick1000 -benchtime 3x -timeout 20m ./internal/batch/

@@ -7,8 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
-	"strconv"
 	"time"
 )
 
@@ -132,26 +130,15 @@ func (s *Stack) Fire(name string) {
 }
 
 // KillHandler kills the handler process of this stack (SIGKILL, no
-// shutdown), as a crash would; the dev host restarts it. It needs /proc.
+// shutdown), as a crash would; the dev host restarts it.
 func (s *Stack) KillHandler() error {
-	procs, err := os.ReadDir("/proc")
+	pid := s.Host.HandlerPID()
+	if pid == 0 {
+		return fmt.Errorf("no handler runs %s", s.handler)
+	}
+	proc, err := os.FindProcess(pid)
 	if err != nil {
-		return fmt.Errorf("list processes: %w", err)
+		return fmt.Errorf("find the handler: %w", err)
 	}
-	for _, p := range procs {
-		pid, err := strconv.Atoi(p.Name())
-		if err != nil {
-			continue
-		}
-		exe, err := os.Readlink(filepath.Join("/proc", p.Name(), "exe"))
-		if err != nil || exe != s.handler {
-			continue
-		}
-		proc, err := os.FindProcess(pid)
-		if err != nil {
-			return fmt.Errorf("find the handler: %w", err)
-		}
-		return proc.Kill()
-	}
-	return fmt.Errorf("no process runs %s", s.handler)
+	return proc.Kill()
 }

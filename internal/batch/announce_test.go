@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/tablestore"
 	"github.com/offpath/offpath/internal/webhook"
@@ -116,5 +117,93 @@ func TestAnnounce_FailureNeverFailsTheTick(t *testing.T) {
 	}
 	if n := a.calls.Load(); n != 1 {
 		t.Errorf("Announce called %d times, want once", n)
+	}
+}
+
+// TestAnnounce_OldJobHeldTooLong: a job made ten days ago, beyond the
+// webhook scan's window, that Azure keeps refusing is announced as the
+// control plane finds it held too long: one batch.held event, delivered
+// once, however many ticks follow.
+func TestAnnounce_OldJobHeldTooLong(t *testing.T) {
+	t.Parallel()
+	az := sharedAzurite(t)
+	tables, err := tablestore.NewServiceClient(tablestore.Connection{ConnectionString: az.ConnectionString()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks := tablestore.NewWebhooks(tables, fmt.Sprintf("hhooks%d", time.Now().UnixNano()%1_000_000_000))
+	var lag atomic.Int64 // how far the control plane's clock is behind
+	const tenDays = 10 * 24 * time.Hour
+	lag.Store(int64(tenDays))
+	e := newEnv(t, envConfig{sim: simConfig(3000, aoaisim.Deployment{Name: batchDep, Model: "gpt-4o-mini", Type: aoaisim.TypeGlobalBatch,
+		EnqueuedTokenQuota: 10}), // Azure refuses everything
+		tweak: func(o *batch.Options) {
+			o.Now = func() time.Time { return time.Now().Add(-time.Duration(lag.Load())) }
+			o.HeldAlert = time.Hour
+			o.Announcer = webhook.NewAnnouncer(hooks, nil)
+		}})
+	ctx := e.ctx()
+
+	var mu sync.Mutex
+	var ids []string
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		ids = append(ids, r.Header.Get("webhook-id"))
+		mu.Unlock()
+	}))
+	defer recv.Close()
+	secret, err := webhook.NewSecret(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hooks.PutEndpoint(ctx, webhook.Endpoint{Tenant: "contoso", URL: recv.URL, Secret: secret, Created: time.Now().Add(-11 * 24 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+
+	j := e.submit("contoso", items(3, "held"))
+	lag.Store(int64(3 * time.Hour)) // first refused three hours ago
+	if _, err := e.svc.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.get(j.ID); got.State != batch.Held {
+		t.Fatalf("state %s, want held", got.State)
+	}
+	if n := e.alerts.Count(batch.AlertHeldTooLong); n != 0 {
+		t.Fatalf("%d %s alerts before the job waited an hour", n, batch.AlertHeldTooLong)
+	}
+	lag.Store(0)
+	for range 3 {
+		if _, err := e.svc.Poll(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := e.alerts.Count(batch.AlertHeldTooLong); n != 1 {
+		t.Fatalf("%d %s alerts, want 1 (%v)", n, batch.AlertHeldTooLong, e.alerts.Names())
+	}
+
+	d, err := webhook.New(webhook.Options{Store: hooks, Jobs: e.svc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for run, want := range []int{1, 0} {
+		rep, err := d.Run(ctx)
+		if err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+		if rep.Recorded != 0 || rep.Delivered != want {
+			t.Errorf("run %d: %+v, want nothing found by the scan and %d delivered", run, rep, want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := "msg_" + j.ID + "_" + webhook.TypeHeld; len(ids) != 1 || ids[0] != want {
+		t.Errorf("deliveries %v, want one of %s", ids, want)
+	}
+	events, err := hooks.Events(ctx, "contoso")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 1 || events[0].Type != webhook.TypeHeld || !events[0].Delivered || len(events[0].Attempts) != 1 {
+		t.Errorf("contoso's events %+v, want one batch.held, delivered at the first attempt", events)
 	}
 }

@@ -33,7 +33,7 @@ func (s *Service) update(ctx context.Context, j Job, change func(*Job) error) (J
 		stored, err := s.o.Jobs.Update(ctx, next)
 		if err == nil {
 			if j.State != Harvested && stored.State == Harvested {
-				s.announceHarvest(ctx, stored)
+				s.tell(ctx, stored, "harvested")
 			}
 			return stored, nil
 		}
@@ -50,17 +50,17 @@ func (s *Service) update(ctx context.Context, j Job, change func(*Job) error) (J
 // announceTimeout bounds the Announcer's call.
 const announceTimeout = 5 * time.Second
 
-// announceHarvest tells the Announcer of a job that has just been
-// harvested. Its failure is logged, never returned: the job is harvested
-// whatever it says.
-func (s *Service) announceHarvest(ctx context.Context, j Job) {
+// tell tells the Announcer of a job that has just been harvested, or has
+// just been found held too long (what says which). Its failure is logged,
+// never returned: the tick goes on whatever it says.
+func (s *Service) tell(ctx context.Context, j Job, what string) {
 	if s.o.Announcer == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), announceTimeout)
 	defer cancel()
 	if err := s.o.Announcer.Announce(ctx, j); err != nil {
-		zerolog.Ctx(ctx).Warn().Err(err).Str("job", j.ID).Str("tenant", j.Tenant).Msg("harvested job not announced")
+		zerolog.Ctx(ctx).Warn().Err(err).Str("job", j.ID).Str("tenant", j.Tenant).Str("event", what).Msg("job not announced")
 	}
 }
 

@@ -190,16 +190,17 @@ type Options struct {
 	// CompletionTokens is the completion allowance per item, for the budget
 	// estimate, when an item sets no max_tokens.
 	CompletionTokens int
-	// Announcer, if set, is told of each job as it becomes harvested
-	// (package webhook's Announcer), within a few seconds; its failure is
-	// logged, never the poll tick's.
+	// Announcer, if set, is told of each job as it becomes harvested, and
+	// as held_too_long is raised for it (package webhook's Announcer),
+	// within a few seconds; its failure is logged, never the poll tick's.
 	Announcer Announcer
 	// Now is the clock; Rand makes job ids.
 	Now  func() time.Time
 	Rand io.Reader
 }
 
-// Announcer is told of a job that has just been harvested.
+// Announcer is told of a job that has just been harvested or found held
+// too long.
 type Announcer interface {
 	Announce(ctx context.Context, j Job) error
 }

@@ -13,7 +13,8 @@ type watched struct {
 // watch raises the alerts of conditions that persist rather than happen:
 // a job held too long, a batch running past its window, output that Azure
 // will delete before it is harvested. Each is raised at most once per
-// Realert per job; the times are stored with the job.
+// Realert per job; the times are stored with the job. A job held too long
+// is told to the Announcer too, however old it is.
 func (s *Service) watch(ctx context.Context, j Job) (Job, error) {
 	now := s.now()
 	var found []watched
@@ -57,6 +58,9 @@ func (s *Service) watch(ctx context.Context, j Job) (Job, error) {
 	}
 	for _, w := range raise {
 		s.raise(ctx, &stored, w.name, w.msg, w.fields)
+		if w.name == AlertHeldTooLong {
+			s.tell(ctx, stored, "held too long")
+		}
 	}
 	return stored, nil
 }

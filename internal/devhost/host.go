@@ -117,6 +117,10 @@ func New(opts Options, logger zerolog.Logger) (*Host, error) {
 // URL is the base URL of the HTTP front (http://127.0.0.1:7071).
 func (h *Host) URL() string { return "http://" + h.ln.Addr().String() }
 
+// HandlerPID is the process id of the handler now running (a restart
+// changes it), or 0 while none runs: for a test to watch its resources.
+func (h *Host) HandlerPID() int { return h.worker.processID() }
+
 // Run serves until ctx is done: the handler process, the HTTP front, and one
 // loop per triggered function. It returns the first loop's failure, if any.
 func (h *Host) Run(ctx context.Context) error {

@@ -33,6 +33,20 @@ type worker struct {
 
 	mu    sync.Mutex
 	ready chan struct{} // closed while the current process answers GET /
+	pid   int           // the current process's id, 0 when none runs
+}
+
+// processID is the id of the handler process now running, or 0.
+func (w *worker) processID() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pid
+}
+
+func (w *worker) setPID(pid int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pid = pid
 }
 
 func newWorker(app *App, logger zerolog.Logger, out io.Writer) (*worker, error) {
@@ -93,6 +107,8 @@ func (w *worker) runOnce(ctx context.Context) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start handler %s: %w", exe, err)
 	}
+	w.setPID(cmd.Process.Pid)
+	defer w.setPID(0)
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 

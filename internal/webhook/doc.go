@@ -12,10 +12,12 @@
 // batch.cancelled once the job is harvested, batch.held once it has been
 // held for HeldAfter. The event id is derived from the job and the type,
 // so a repeated run records nothing new and a receiver can deduplicate.
-// The ending event does not depend on the scan: the batch control plane
-// hands each job to the Announcer as it becomes harvested, however long
-// ago it was made, and the Announcer records the event (if that write
-// fails the job is harvested all the same, and only the scan can find it).
+// The ending and held events do not depend on the scan: the batch control
+// plane hands each job to the Announcer as it becomes harvested and as it
+// raises held_too_long for it, however long ago it was made, and the
+// Announcer records the event (batch.held once the job has been held for
+// DefaultHeldAfter; if that write fails the tick goes on all the same, and
+// only the scan can find the job).
 // Then it delivers the due events: at least once, a 2xx ends it; a
 // failure is retried after DefaultBackoff's waits and the event abandoned
 // after the last; each attempt (time, status, error, duration) is recorded
