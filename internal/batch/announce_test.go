@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,12 +26,7 @@ import (
 // no event.
 func TestAnnounce_OldJobHarvested(t *testing.T) {
 	t.Parallel()
-	az := sharedAzurite(t)
-	tables, err := tablestore.NewServiceClient(tablestore.Connection{ConnectionString: az.ConnectionString()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hooks := tablestore.NewWebhooks(tables, fmt.Sprintf("bhooks%d", time.Now().UnixNano()%1_000_000_000))
+	hooks := webhookStore(t, "b")
 	var lag atomic.Int64 // how far the control plane's clock is behind
 	const tenDays = 10 * 24 * time.Hour
 	lag.Store(int64(tenDays))
@@ -40,21 +36,7 @@ func TestAnnounce_OldJobHarvested(t *testing.T) {
 	}})
 	ctx := e.ctx()
 
-	var mu sync.Mutex
-	var ids []string
-	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		ids = append(ids, r.Header.Get("webhook-id"))
-		mu.Unlock()
-	}))
-	defer recv.Close()
-	secret, err := webhook.NewSecret(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := hooks.PutEndpoint(ctx, webhook.Endpoint{Tenant: "contoso", URL: recv.URL, Secret: secret, Created: time.Now().Add(-11 * 24 * time.Hour)}); err != nil {
-		t.Fatal(err)
-	}
+	delivered := receiveWebhooks(t, hooks, "contoso")
 
 	j := e.submit("contoso", items(3, "old"))
 	theirs := e.submit("fabrikam", items(2, "old"))
@@ -64,22 +46,8 @@ func TestAnnounce_OldJobHarvested(t *testing.T) {
 	lag.Store(0)
 	e.pollUntil(30*time.Second, harvested, j.ID, theirs.ID)
 
-	d, err := webhook.New(webhook.Options{Store: hooks, Jobs: e.svc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for run, want := range []int{1, 0} {
-		rep, err := d.Run(ctx)
-		if err != nil {
-			t.Fatalf("run %d: %v", run, err)
-		}
-		if rep.Recorded != 0 || rep.Delivered != want {
-			t.Errorf("run %d: %+v, want nothing found by the scan and %d delivered", run, rep, want)
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if want := "msg_" + j.ID + "_" + webhook.TypeCompleted; len(ids) != 1 || ids[0] != want {
+	deliverOnce(t, hooks, e.svc)
+	if want, ids := "msg_"+j.ID+"_"+webhook.TypeCompleted, delivered(); len(ids) != 1 || ids[0] != want {
 		t.Errorf("deliveries %v, want one of %s", ids, want)
 	}
 	events, err := hooks.Events(ctx, "contoso")
@@ -91,6 +59,63 @@ func TestAnnounce_OldJobHarvested(t *testing.T) {
 	}
 	if events, err := hooks.Events(ctx, "fabrikam"); err != nil || len(events) != 0 {
 		t.Errorf("fabrikam's events %+v, %v; want none", events, err)
+	}
+}
+
+// webhookStore is a webhook table of its own on the shared Azurite.
+func webhookStore(t *testing.T, prefix string) *tablestore.Webhooks {
+	t.Helper()
+	tables, err := tablestore.NewServiceClient(tablestore.Connection{ConnectionString: sharedAzurite(t).ConnectionString()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tablestore.NewWebhooks(tables, fmt.Sprintf("%shooks%d", prefix, time.Now().UnixNano()%1_000_000_000))
+}
+
+// receiveWebhooks registers a receiver as tenant's endpoint (made before
+// any job) and returns the webhook-ids it has been sent so far.
+func receiveWebhooks(t *testing.T, hooks *tablestore.Webhooks, tenant string) func() []string {
+	t.Helper()
+	var mu sync.Mutex
+	var ids []string
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		ids = append(ids, r.Header.Get("webhook-id"))
+		mu.Unlock()
+	}))
+	t.Cleanup(recv.Close)
+	secret, err := webhook.NewSecret(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := webhook.Endpoint{Tenant: tenant, URL: recv.URL, Secret: secret, Created: time.Now().Add(-11 * 24 * time.Hour)}
+	if err := hooks.PutEndpoint(context.Background(), ep); err != nil {
+		t.Fatal(err)
+	}
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(ids)
+	}
+}
+
+// deliverOnce runs the dispatcher twice: the first run delivers the one
+// event the control plane recorded, the second nothing; the scan finds
+// nothing of its own either time.
+func deliverOnce(t *testing.T, hooks *tablestore.Webhooks, jobs webhook.Jobs) {
+	t.Helper()
+	d, err := webhook.New(webhook.Options{Store: hooks, Jobs: jobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for run, want := range []int{1, 0} {
+		rep, err := d.Run(context.Background())
+		if err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+		if rep.Recorded != 0 || rep.Delivered != want {
+			t.Errorf("run %d: %+v, want nothing found by the scan and %d delivered", run, rep, want)
+		}
 	}
 }
 
@@ -126,12 +151,7 @@ func TestAnnounce_FailureNeverFailsTheTick(t *testing.T) {
 // once, however many ticks follow.
 func TestAnnounce_OldJobHeldTooLong(t *testing.T) {
 	t.Parallel()
-	az := sharedAzurite(t)
-	tables, err := tablestore.NewServiceClient(tablestore.Connection{ConnectionString: az.ConnectionString()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hooks := tablestore.NewWebhooks(tables, fmt.Sprintf("hhooks%d", time.Now().UnixNano()%1_000_000_000))
+	hooks := webhookStore(t, "h")
 	var lag atomic.Int64 // how far the control plane's clock is behind
 	const tenDays = 10 * 24 * time.Hour
 	lag.Store(int64(tenDays))
@@ -144,21 +164,7 @@ func TestAnnounce_OldJobHeldTooLong(t *testing.T) {
 		}})
 	ctx := e.ctx()
 
-	var mu sync.Mutex
-	var ids []string
-	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		ids = append(ids, r.Header.Get("webhook-id"))
-		mu.Unlock()
-	}))
-	defer recv.Close()
-	secret, err := webhook.NewSecret(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := hooks.PutEndpoint(ctx, webhook.Endpoint{Tenant: "contoso", URL: recv.URL, Secret: secret, Created: time.Now().Add(-11 * 24 * time.Hour)}); err != nil {
-		t.Fatal(err)
-	}
+	delivered := receiveWebhooks(t, hooks, "contoso")
 
 	j := e.submit("contoso", items(3, "held"))
 	lag.Store(int64(3 * time.Hour)) // first refused three hours ago
@@ -181,22 +187,8 @@ func TestAnnounce_OldJobHeldTooLong(t *testing.T) {
 		t.Fatalf("%d %s alerts, want 1 (%v)", n, batch.AlertHeldTooLong, e.alerts.Names())
 	}
 
-	d, err := webhook.New(webhook.Options{Store: hooks, Jobs: e.svc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for run, want := range []int{1, 0} {
-		rep, err := d.Run(ctx)
-		if err != nil {
-			t.Fatalf("run %d: %v", run, err)
-		}
-		if rep.Recorded != 0 || rep.Delivered != want {
-			t.Errorf("run %d: %+v, want nothing found by the scan and %d delivered", run, rep, want)
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if want := "msg_" + j.ID + "_" + webhook.TypeHeld; len(ids) != 1 || ids[0] != want {
+	deliverOnce(t, hooks, e.svc)
+	if want, ids := "msg_"+j.ID+"_"+webhook.TypeHeld, delivered(); len(ids) != 1 || ids[0] != want {
 		t.Errorf("deliveries %v, want one of %s", ids, want)
 	}
 	events, err := hooks.Events(ctx, "contoso")
