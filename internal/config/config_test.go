@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,6 +25,33 @@ func withBase(m map[string]string) func(string) string {
 		}
 		return ""
 	}
+}
+
+// withPairs is base with the settings of kv (name, value, …) added.
+func withPairs(base map[string]string, kv ...string) map[string]string {
+	m := maps.Clone(base)
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return m
+}
+
+// loadCase loads the handler's configuration from env (and a host.json
+// with a 10-minute functionTimeout). With wantErr, it checks that the load
+// fails naming it and returns false; otherwise that it succeeds.
+func loadCase(t *testing.T, env map[string]string, wantErr string) (config.Handler, bool) {
+	t.Helper()
+	c, err := config.LoadHandler(withBase(env), appFiles(t, `{"functionTimeout":"00:10:00"}`))
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("LoadHandler error = %v, want one naming %s", err, wantErr)
+		}
+		return c, false
+	}
+	if err != nil {
+		t.Fatalf("LoadHandler: %v", err)
+	}
+	return c, true
 }
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -120,16 +148,7 @@ func TestLoadHandler_Tenancy(t *testing.T) {
 	t.Parallel()
 	const digest = "3f1e7a5d1b5b1e6c9a0f7c2e8d4b6a1c3e5f7a9b1d3f5e7a9c1b3d5f7e9a1c3b"
 	base := map[string]string{"FUNCTIONS_CUSTOMHANDLER_PORT": "1"}
-	with := func(kv ...string) map[string]string {
-		m := map[string]string{}
-		for k, v := range base {
-			m[k] = v
-		}
-		for i := 0; i+1 < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return m
-	}
+	with := func(kv ...string) map[string]string { return withPairs(base, kv...) }
 	tests := []struct {
 		name    string
 		env     map[string]string

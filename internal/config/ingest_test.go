@@ -11,16 +11,7 @@ import (
 func TestLoadHandler_Ingest(t *testing.T) {
 	t.Parallel()
 	base := map[string]string{"FUNCTIONS_CUSTOMHANDLER_PORT": "1", "AzureWebJobsStorage": "UseDevelopmentStorage=true"}
-	with := func(kv ...string) map[string]string {
-		m := map[string]string{}
-		for k, v := range base {
-			m[k] = v
-		}
-		for i := 0; i+1 < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return m
-	}
+	with := func(kv ...string) map[string]string { return withPairs(base, kv...) }
 	const host = `{"functionTimeout":"00:10:00","extensions":{"serviceBus":{"maxAutoLockRenewalDuration":"00:10:00"}}}`
 	tests := []struct {
 		name    string

@@ -1,7 +1,6 @@
 package config_test
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -11,11 +10,7 @@ import (
 func TestLoadHandler_Nightly(t *testing.T) {
 	t.Parallel()
 	with := func(kv ...string) map[string]string {
-		m := map[string]string{"FUNCTIONS_CUSTOMHANDLER_PORT": "8080", "OFFPATH_AOAI_ENDPOINT": "http://127.0.0.1:4000", "OFFPATH_AOAI_API_KEY": "k"}
-		for i := 0; i+1 < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return m
+		return withPairs(map[string]string{"FUNCTIONS_CUSTOMHANDLER_PORT": "8080", "OFFPATH_AOAI_ENDPOINT": "http://127.0.0.1:4000", "OFFPATH_AOAI_API_KEY": "k"}, kv...)
 	}
 	tests := []struct {
 		name    string
@@ -46,17 +41,9 @@ func TestLoadHandler_Nightly(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, err := config.LoadHandler(withBase(tt.env), appFiles(t, `{"functionTimeout":"00:10:00"}`))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("LoadHandler error = %v, want one naming %s", err, tt.wantErr)
-				}
-				return
+			if c, ok := loadCase(t, tt.env, tt.wantErr); ok {
+				tt.check(t, c.Nightly)
 			}
-			if err != nil {
-				t.Fatalf("LoadHandler: %v", err)
-			}
-			tt.check(t, c.Nightly)
 		})
 	}
 	if c, err := config.LoadHandler(withBase(map[string]string{"FUNCTIONS_CUSTOMHANDLER_PORT": "8080"}), appFiles(t, `{}`)); err != nil || c.Nightly != nil {

@@ -1,7 +1,6 @@
 package config_test
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/offpath/offpath/internal/config"
@@ -11,11 +10,7 @@ func TestLoadHandler_TokenMetrics(t *testing.T) {
 	t.Parallel()
 	const cs = "InstrumentationKey=00000000-0000-0000-0000-000000000000;IngestionEndpoint=https://westeurope-5.in.applicationinsights.azure.com/"
 	with := func(kv ...string) map[string]string {
-		m := map[string]string{"FUNCTIONS_CUSTOMHANDLER_PORT": "8080"}
-		for i := 0; i+1 < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return m
+		return withPairs(map[string]string{"FUNCTIONS_CUSTOMHANDLER_PORT": "8080"}, kv...)
 	}
 	tests := []struct {
 		name    string
@@ -53,17 +48,9 @@ func TestLoadHandler_TokenMetrics(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, err := config.LoadHandler(withBase(tt.env), appFiles(t, `{"functionTimeout":"00:10:00"}`))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("LoadHandler error = %v, want one naming %s", err, tt.wantErr)
-				}
-				return
+			if c, ok := loadCase(t, tt.env, tt.wantErr); ok {
+				tt.check(t, c.TokenMetrics)
 			}
-			if err != nil {
-				t.Fatalf("LoadHandler: %v", err)
-			}
-			tt.check(t, c.TokenMetrics)
 		})
 	}
 }
