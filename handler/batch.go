@@ -69,10 +69,7 @@ func newBatch(cfg config.Handler, t tenancy, logger zerolog.Logger) (*batchPath,
 	if err != nil {
 		return nil, err
 	}
-	tables, err := tableService(cfg)
-	if err != nil {
-		return nil, err
-	}
+	tables := t.tables
 	store := blobstore.New(blobs, blobstore.Options{})
 	jobs := tablestore.NewJobs(tables, tablestore.DefaultJobsTable, nil)
 	alerts := alert.New(b.AlertWebhook, nil)
@@ -140,6 +137,8 @@ func blobClient(cfg config.Handler) (*azblob.Client, error) {
 	return c, nil
 }
 
+// tableService is the account's Table Storage: by connection string, or by
+// URL with the managed identity.
 func tableService(cfg config.Handler) (*aztables.ServiceClient, error) {
 	conn := tablestore.Connection{ConnectionString: cfg.Storage.ConnectionString, ServiceURL: cfg.Storage.TableServiceURL}
 	if conn.ConnectionString == "" {
@@ -150,7 +149,11 @@ func tableService(cfg config.Handler) (*aztables.ServiceClient, error) {
 		}
 		conn.Credential = cred
 	}
-	return tablestore.NewServiceClient(conn)
+	svc, err := tablestore.NewServiceClient(conn)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.Storage.Setting, err)
+	}
+	return svc, nil
 }
 
 // pollBatches is the batch-poll timer function: one tick of the batch

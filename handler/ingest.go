@@ -74,10 +74,7 @@ func newIngest(cfg config.Handler, t tenancy, logger zerolog.Logger) (*ingest.En
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	tables, err := tableService(cfg)
-	if err != nil {
-		return nil, nil, nil, err
-	}
+	tables := t.tables
 	models, limits, fleet, err := newModels(in.AOAI, alias.Queue.Name, tablestore.NewRateLimits(tables, ""), logger)
 	if err != nil {
 		return nil, nil, nil, err

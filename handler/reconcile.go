@@ -40,10 +40,7 @@ func newReconciler(cfg config.Handler, t tenancy) (*reconcile.Reconciler, error)
 	if cfg.Batch != nil {
 		webhook = cfg.Batch.AlertWebhook
 	}
-	tables, err := tableService(cfg)
-	if err != nil {
-		return nil, err
-	}
+	tables := t.tables
 	return reconcile.New(reconcile.Options{Metrics: metrics, Ledger: t.ledger, Tenants: t.tenants, Alerts: alert.New(webhook, nil),
 		Watermark:        tablestore.NewWatermark(tables, "", "reconcile"),
 		BatchDeployments: batchDeps, Settle: r.Settle, Tolerance: r.Tolerance, MinTokens: r.MinTokens})

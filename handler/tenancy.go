@@ -2,21 +2,25 @@ package main
 
 import (
 	"fmt"
-	"github.com/offpath/offpath/internal/tokenmetrics"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/offpath/offpath/internal/auth"
 	"github.com/offpath/offpath/internal/config"
 	"github.com/offpath/offpath/internal/entra"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/tablestore"
+	"github.com/offpath/offpath/internal/tokenmetrics"
 )
 
 // tenancy is what knows tenants and their usage: the stores and the
 // authenticator over them.
 type tenancy struct {
+	// tables is the one Table Storage client every store of the handler
+	// shares (one credential, one connection pool).
+	tables   *aztables.ServiceClient
 	tenants  *tablestore.Tenants
 	ledger   *tablestore.Ledger
 	webhooks *tablestore.Webhooks
@@ -32,19 +36,12 @@ type tenancy struct {
 // no I/O: tables are created on first write, signing keys fetched on the
 // first Entra token, so start-up stays fast.
 func newTenancy(cfg config.Handler, metrics ledger.Metrics) (tenancy, error) {
-	conn := tablestore.Connection{ConnectionString: cfg.Storage.ConnectionString, ServiceURL: cfg.Storage.TableServiceURL}
-	if conn.ConnectionString == "" {
-		cred, err := credential(cfg.Storage.ClientID)
-		if err != nil {
-			return tenancy{}, fmt.Errorf("%s: %w", cfg.Storage.Setting, err)
-		}
-		conn.Credential = cred
-	}
-	svc, err := tablestore.NewServiceClient(conn)
+	svc, err := tableService(cfg)
 	if err != nil {
-		return tenancy{}, fmt.Errorf("%s: %w", cfg.Storage.Setting, err)
+		return tenancy{}, err
 	}
 	t := tenancy{
+		tables:   svc,
 		tenants:  tablestore.NewTenants(svc, tablestore.DefaultTenantsTable),
 		ledger:   tablestore.NewLedger(svc, tablestore.LedgerOptions{Metrics: metrics}),
 		webhooks: tablestore.NewWebhooks(svc, tablestore.DefaultWebhooksTable),
