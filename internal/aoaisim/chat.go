@@ -77,6 +77,7 @@ type contentPart struct {
 type chatCall struct {
 	model        string
 	texts        []string
+	source       string // the text the answer is made of: the last user message's
 	promptTokens int
 	maxTokens    int // 0: not set
 	n            int
@@ -107,6 +108,9 @@ func (req *chatRequest) call() (*chatCall, *apiError) {
 	h := fnv.New64a()
 	for _, m := range req.Messages {
 		c.texts = append(c.texts, m.Content.text)
+		if m.Role == "user" || c.source == "" {
+			c.source = m.Content.text
+		}
 		images += m.Content.images
 		_, _ = io.WriteString(h, m.Role)
 		_, _ = h.Write([]byte{0})

@@ -72,7 +72,7 @@ func (s *Server) complete(dep *deploymentState, call *chatCall) (*chatCompletion
 	}
 	completion := 0
 	for i := range call.n {
-		text, truncated := s.completer.complete(call.seed, i, call.maxTokens)
+		text, truncated := s.completer.complete(call.seed, i, call.maxTokens, call.source)
 		completion += TextTokens(text)
 		ch := chatChoice{
 			Index:                i,

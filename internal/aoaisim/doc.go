@@ -72,8 +72,10 @@
 //
 // # Determinism
 //
-// Completion text is derived from a hash of the request body, 8 to 48 tokens
-// long, cut at max_completion_tokens / max_tokens (finish_reason "length").
+// Completion text is "(simulated) " and sentences of the last user message,
+// in their order from one picked by a hash of the request's messages, at most
+// 8 to 48 tokens long (the hash picks the length), cut at
+// max_completion_tokens / max_tokens (finish_reason "length").
 // Tokens follow the approximation documented in tokens.go ([TextTokens],
 // [PromptTokens]): ceil(bytes/4) per text, plus 4 per message and 3 per
 // prompt; synchronous and batch usage agree. Embeddings are unit vectors

@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestClock_SpeedAndAdvance(t *testing.T) {
@@ -107,22 +109,40 @@ func TestLimiter(t *testing.T) {
 func TestComplete(t *testing.T) {
 	t.Parallel()
 	c := newCompleter()
-	for seed := range uint64(200) {
-		text, cut := c.complete(seed, 0, 0)
-		n := TextTokens(text)
-		if n < 8 || n > 48 || cut || !strings.HasSuffix(text, ".") {
-			t.Fatalf("seed %d: %d tokens, cut %v, text %q", seed, n, cut, text)
-		}
-		again, _ := c.complete(seed, 0, 0)
-		if again != text {
-			t.Fatalf("seed %d not deterministic", seed)
-		}
-		for _, limit := range []int{1, 2, 7} {
-			short, cut := c.complete(seed, 0, limit)
-			if TextTokens(short) > limit || !cut || short == "" {
-				t.Fatalf("seed %d limit %d: %q (%d tokens), cut %v", seed, limit, short, TextTokens(short), cut)
+	ticket := "# Ticket 1003\n\nThe printer on floor 4 prints only blank pages\nsince the update. We tried a new cartridge!\n\n" +
+		"Is the driver to blame? The queue shows every job as done, Zürich office included."
+	for _, source := range []string{ticket, "Some text.", "", strings.Repeat("a very long sentence without a stop ", 40)} {
+		for seed := range uint64(200) {
+			text, cut := c.complete(seed, 0, 0, source)
+			n := TextTokens(text)
+			if n > 48 || cut || !strings.HasPrefix(text, SimulatedPrefix) || !utf8.ValidString(text) {
+				t.Fatalf("seed %d: %d tokens, cut %v, text %q", seed, n, cut, text)
+			}
+			if source == ticket {
+				for _, s := range splitSentences(strings.TrimPrefix(text, SimulatedPrefix)) {
+					if !strings.Contains(strings.ReplaceAll(ticket, "\n", " "), strings.TrimSuffix(s, ".")) {
+						t.Fatalf("seed %d: %q is no sentence of the prompt (answer %q)", seed, s, text)
+					}
+				}
+			}
+			if again, _ := c.complete(seed, 0, 0, source); again != text {
+				t.Fatalf("seed %d not deterministic", seed)
+			}
+			for _, limit := range []int{1, 2, 7, 12} {
+				short, cut := c.complete(seed, 0, limit, source)
+				if TextTokens(short) > limit || cut != (n > limit) || short == "" || !strings.HasPrefix(text, short) {
+					t.Fatalf("seed %d limit %d: %q (%d tokens), cut %v; natural %q", seed, limit, short, TextTokens(short), cut, text)
+				}
 			}
 		}
+	}
+	if got, _ := c.complete(1, 0, 0, "Customers may return any item\nwithin 30 days."); got != SimulatedPrefix+"Customers may return any item within 30 days." {
+		t.Errorf("one-sentence prompt: %q", got)
+	}
+	want := []string{"Ticket 1003.", "The printer on floor 4 prints only blank pages since the update.", "We tried a new cartridge!",
+		"Is the driver to blame?", "The queue shows every job as done, Zürich office included."}
+	if got := splitSentences(ticket); !slices.Equal(got, want) {
+		t.Errorf("sentences of the ticket = %q, want %q", got, want)
 	}
 }
 
