@@ -6,7 +6,7 @@ APP     := build/app
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 NPM_STAMP := node_modules/.installed
 
-.PHONY: all app run run-aoaisim test vet bench clean deps
+.PHONY: all app run demo-rescore run-aoaisim test vet bench clean deps
 
 all: app
 
@@ -40,9 +40,18 @@ app:
 	@echo "app folder ready: $(APP) ($$(ls -d $(APP)/*/ | wc -l) functions)"
 
 # The whole system on this machine: Azurite, the Azure OpenAI simulator and
-# the dev host running the app. Ctrl-C stops it.
+# the dev host running the app. Ctrl-C stops it. PORT=… picks the dev host's
+# port (default 7071, or a free one when 7071 is busy); VERBOSE=1 shows the
+# handler's and the dev host's logs (always in .run/logs/) on the console.
+PORT    ?=
+VERBOSE ?=
 run: deps app
-	$(GO) run ./cmd/devstack -app $(APP)
+	$(GO) run ./cmd/devstack -app $(APP) $(if $(PORT),-port $(PORT)) $(if $(VERBOSE),-verbose)
+
+# The README's re-scoring and cancel example, for real, against the stack
+# make run started (in another terminal): reads its coordinates from .run/env.
+demo-rescore:
+	$(GO) run ./cmd/devstack rescore -env .run/env
 
 # The Azure OpenAI simulator alone, on a fixed port (key aoaisim-key).
 run-aoaisim:

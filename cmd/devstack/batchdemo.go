@@ -19,7 +19,7 @@ import (
 // each change of state until the job is harvested, then the per-item
 // outcomes and the usage the harvest recorded. The simulator's fast clock
 // makes the job take seconds.
-func showBatch(ctx context.Context, w io.Writer, hostURL, functionKey, masterKey, apiKey string, timeout time.Duration) error {
+func showBatch(ctx context.Context, w io.Writer, n int, hostURL, functionKey, masterKey, apiKey string, timeout time.Duration) error {
 	items := make([]map[string]any, 12)
 	for i := range items {
 		prompt := fmt.Sprintf("Ticket %d: the printer on floor %d prints only blank pages since the update.", 1000+i, 1+i%4)
@@ -31,58 +31,16 @@ func showBatch(ctx context.Context, w io.Writer, hostURL, functionKey, masterKey
 	body, _ := json.Marshal(map[string]any{"alias": "summarize", "system_prompt": "Summarise the support ticket in one sentence.",
 		"max_tokens": 48, "idempotency_key": "devstack-demo-" + time.Now().UTC().Format("20060102T150405"),
 		"metadata": map[string]string{"source": "make run"}, "items": items})
-	var job struct {
-		ID, State, Final string
-		Items            int
-		Parts            []struct {
-			Status      string `json:"status"`
-			AzureStatus string `json:"azure_status"`
-		}
-		Outcomes map[string]int64 `json:"outcomes"`
-		Usage    struct {
-			PromptTokens     int64       `json:"prompt_tokens"`
-			CompletionTokens int64       `json:"completion_tokens"`
-			Requests         int64       `json:"requests"`
-			Refusals         int64       `json:"refusals"`
-			Cost             json.Number `json:"estimated_cost_usd"`
-		} `json:"usage"`
-		RequestCounts struct{ Total, Completed, Failed int64 } `json:"request_counts"`
-	}
+	var job jobView
 	status, err := call(ctx, http.MethodPost, hostURL+"/api/v1/batches", functionKey, apiKey, body, &job)
 	if err != nil || status != http.StatusAccepted {
 		return fmt.Errorf("POST /api/v1/batches: status %d, %v", status, err)
 	}
-	fmt.Fprintf(w, "\n  Batch path: POST /api/v1/batches as contoso (12 items) → %d, job %s %s\n", status, job.ID, job.State)
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for job.State != "harvested" {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("job %s still %s after %v", job.ID, job.State, timeout)
-		}
-		// Fire batch-poll now rather than waiting for its schedule.
-		if _, err := call(ctx, http.MethodPost, hostURL+"/admin/functions/batch-poll", masterKey, "", []byte(`{}`), nil); err != nil {
-			return fmt.Errorf("fire batch-poll: %w", err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
-		if _, err := call(ctx, http.MethodGet, hostURL+"/api/v1/batches/"+job.ID, functionKey, apiKey, nil, &job); err != nil {
-			return err
-		}
-		line := job.State
-		if len(job.Parts) > 0 && job.Parts[0].AzureStatus != "" {
-			line += fmt.Sprintf(" (Azure: %s, %d/%d done)", job.Parts[0].AzureStatus, job.RequestCounts.Completed+job.RequestCounts.Failed, job.RequestCounts.Total)
-		}
-		if line != last {
-			fmt.Fprintf(w, "    %s  %s\n", time.Now().Format("15:04:05"), line)
-			last = line
-		}
+	done := step(w, n, fmt.Sprintf("The batch path: 12 items for contoso, POST /api/v1/batches → %d, job %s %s; batch-poll fired every second", status, job.ID, job.State))
+	start := time.Now()
+	if err := follow(ctx, w, hostURL, functionKey, masterKey, apiKey, &job, start, timeout, harvested); err != nil {
+		return err
 	}
-	fmt.Fprintf(w, "  harvested (%s): ok %d, refused %d, failed %d, expired %d, cancelled %d; %d prompt + %d completion tokens, $%s estimated\n",
-		job.Final, job.Outcomes["ok"], job.Outcomes["refused"], job.Outcomes["failed"], job.Outcomes["expired"], job.Outcomes["cancelled"],
-		job.Usage.PromptTokens, job.Usage.CompletionTokens, job.Usage.Cost)
 	res, err := send(ctx, http.MethodGet, hostURL+"/api/v1/batches/"+job.ID+"/results", functionKey, apiKey, nil)
 	if err != nil {
 		return err
@@ -97,10 +55,77 @@ func showBatch(ctx context.Context, w io.Writer, hostURL, functionKey, masterKey
 			Answer  string `json:"answer"`
 		}
 		if json.Unmarshal(sc.Bytes(), &l) == nil {
-			fmt.Fprintf(w, "    %s  %-8s %s\n", l.ItemID, l.Outcome, clipText(l.Answer, 70))
+			fmt.Fprintf(w, "     %s  %-8s %s\n", l.ItemID, l.Outcome, oneLine(l.Answer, 90))
 		}
 	}
-	fmt.Fprintf(w, "    … GET /api/v1/batches/%s/results streams all %d\n", job.ID, job.Items)
+	done("harvested (%s): %d ok, %d refused, %d failed, %d expired, %d cancelled; %d prompt + %d completion tokens billed, $%s estimated; GET /api/v1/batches/%s/results streams all %d results",
+		job.Final, job.Outcomes["ok"], job.Outcomes["refused"], job.Outcomes["failed"], job.Outcomes["expired"], job.Outcomes["cancelled"],
+		job.Usage.PromptTokens, job.Usage.CompletionTokens, job.Usage.Cost, job.ID, job.Items)
+	return nil
+}
+
+// jobView is what the demos read of a batch job.
+type jobView struct {
+	ID, State, Final string
+	Items            int
+	CancelRequested  bool `json:"cancel_requested"`
+	Parts            []struct {
+		Status      string `json:"status"`
+		AzureStatus string `json:"azure_status"`
+	}
+	Outcomes map[string]int64 `json:"outcomes"`
+	Usage    struct {
+		PromptTokens     int64       `json:"prompt_tokens"`
+		CompletionTokens int64       `json:"completion_tokens"`
+		Requests         int64       `json:"requests"`
+		Refusals         int64       `json:"refusals"`
+		Cost             json.Number `json:"estimated_cost_usd"`
+	} `json:"usage"`
+	// Decoding is case-insensitive: "Total" and "total" both read.
+	RequestCounts struct{ Total, Completed, Failed int64 } `json:"request_counts"`
+}
+
+// progress is the job's state, with Azure's status and counts once a part
+// is at Azure.
+func (j *jobView) progress() string {
+	line := j.State
+	if j.CancelRequested && j.State != "harvested" {
+		line += " (cancel requested)"
+	}
+	if len(j.Parts) > 0 && j.Parts[0].AzureStatus != "" {
+		line += fmt.Sprintf(", Azure: %s, %d of %d requests done", j.Parts[0].AzureStatus, j.RequestCounts.Completed+j.RequestCounts.Failed, j.RequestCounts.Total)
+	}
+	return line
+}
+
+func harvested(j *jobView) bool { return j.State == "harvested" }
+
+// follow fires the batch-poll timer (master key) every second rather than
+// waiting for its schedule, reads the job, and prints each change of its
+// progress, until stop says so or timeout passes.
+func follow(ctx context.Context, w io.Writer, hostURL, functionKey, masterKey, apiKey string, job *jobView, start time.Time, timeout time.Duration, stop func(*jobView) bool) error {
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for !stop(job) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("job %s still %s after %s", job.ID, job.progress(), ms(timeout))
+		}
+		if _, err := call(ctx, http.MethodPost, hostURL+"/admin/functions/batch-poll", masterKey, "", []byte(`{}`), nil); err != nil {
+			return fmt.Errorf("fire batch-poll: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+		if _, err := call(ctx, http.MethodGet, hostURL+"/api/v1/batches/"+job.ID, functionKey, apiKey, nil, job); err != nil {
+			return err
+		}
+		if line := job.progress(); line != last {
+			fmt.Fprintf(w, "     %s after %s\n", line, ms(time.Since(start)))
+			last = line
+		}
+	}
 	return nil
 }
 

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/auth"
-	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/tablestore"
@@ -177,25 +176,10 @@ func demoUsage(m ledger.Month) []ledger.Entry {
 	}
 }
 
-// tenantsBanner prints the demo credentials and what to try with them.
-func tenantsBanner(w io.Writer, hostURL string, az *azurite.Azurite, s map[string]string, d demo) {
-	fk := s["DEVHOST_FUNCTION_KEY"]
-	fmt.Fprintf(w, "\n  Demo tenants (keys saved in %s; usage rows with unit \"demo/...\" are made-up demo data):\n", d.file)
-	for _, dt := range demoTenants {
-		fmt.Fprintf(w, "    %-9s API key %s\n", dt.ID, d.keys.Tenants[dt.ID])
-	}
-	fmt.Fprintf(w, "    %-9s key     %s   (OFFPATH_ADMIN_KEY_SHA256 holds its digest)\n", "admin", d.keys.Admin)
-	fmt.Fprintf(w, "\n  Try:\n")
-	fmt.Fprintf(w, "    curl -s -H 'x-functions-key: %s' -H 'Authorization: Bearer %s' '%s/api/v1/usage?month=%s'\n", fk, d.keys.Tenants["contoso"], hostURL, d.month)
-	fmt.Fprintf(w, "    curl -s -H 'x-functions-key: %s' -H 'Authorization: Bearer %s' '%s/api/v1/usage/export'\n", fk, d.keys.Tenants["fabrikam"], hostURL)
-	fmt.Fprintf(w, "    curl -s -H 'x-functions-key: %s' -H 'Authorization: Bearer %s' '%s/api/v1/tenants'\n", fk, d.keys.Admin, hostURL)
-	fmt.Fprintf(w, "    go run ./cmd/offpath -storage '%s' usage\n", az.ConnectionString())
-	fmt.Fprintf(w, "\n  Ctrl-C stops everything; Azurite's data stays in .run/azurite.\n\n")
-}
-
 // showUsage reads contoso's usage through the dev host with its key: the
 // whole chain, authentication and the ledger included.
-func showUsage(ctx context.Context, w io.Writer, hostURL, functionKey, apiKey string) error {
+func showUsage(ctx context.Context, w io.Writer, n int, hostURL, functionKey, apiKey string) error {
+	done := step(w, n, "contoso's usage this month: GET /api/v1/usage")
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, hostURL+"/api/v1/usage", nil)
 	if err != nil {
 		return err
@@ -211,7 +195,6 @@ func showUsage(ctx context.Context, w io.Writer, hostURL, functionKey, apiKey st
 	if err := json.NewDecoder(res.Body).Decode(&v); err != nil || res.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET /api/v1/usage: status %d, %v", res.StatusCode, err)
 	}
-	fmt.Fprintf(w, "  GET /api/v1/usage as contoso → %d: %s, %d lines, %d tokens, $%s estimated\n",
-		res.StatusCode, v.Month, len(v.Lines), v.Total.TotalTokens, v.Total.Cost.Dollars())
+	done("%d OK: %s, %d lines, %d tokens, $%s estimated", res.StatusCode, v.Month, len(v.Lines), v.Total.TotalTokens, v.Total.Cost.Dollars())
 	return nil
 }

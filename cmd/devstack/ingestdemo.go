@@ -64,7 +64,7 @@ func aoaiLimits() string {
 // showDocument walks a document through the queue path: it drops it into
 // incoming/contoso/, waits for its status to be final, and prints the
 // result in ingested/ and the usage it was metered.
-func showDocument(ctx context.Context, w io.Writer, conn string, timeout time.Duration) error {
+func showDocument(ctx context.Context, w io.Writer, n int, conn string, timeout time.Duration) error {
 	blobs, err := azblob.NewClientFromConnectionString(conn, nil)
 	if err != nil {
 		return fmt.Errorf("blob client: %w", err)
@@ -84,7 +84,8 @@ func showDocument(ctx context.Context, w io.Writer, conn string, timeout time.Du
 		return fmt.Errorf("upload the demo document: %w", err)
 	}
 	etag := strings.Trim(string(*up.ETag), `"`)
-	fmt.Fprintf(w, "\n  Queue path: dropped incoming/%s (%d bytes, correlation id %s)\n", demoDocumentName, len(demoDocument), corr)
+	done := step(w, n, fmt.Sprintf("The queue path: a document dropped into incoming/%s (%d bytes, correlation id %s)", demoDocumentName, len(demoDocument), corr))
+	start := time.Now()
 
 	var st document.Status
 	deadline := time.Now().Add(timeout)
@@ -94,7 +95,7 @@ func showDocument(ctx context.Context, w io.Writer, conn string, timeout time.Du
 		if err == nil && st.SameVersion(etag) {
 			if string(st.State) != seen {
 				seen = string(st.State)
-				fmt.Fprintf(w, "    %s  %s\n", time.Now().Format("15:04:05"), st.State)
+				fmt.Fprintf(w, "     %-8s after %s\n", st.State, ms(time.Since(start)))
 			}
 			if st.State.Final() {
 				break
@@ -136,9 +137,8 @@ func showDocument(ctx context.Context, w io.Writer, conn string, timeout time.Du
 		}
 		lines++
 	}
-	fmt.Fprintf(w, "    → %s: %d chunks of %d dimensions, in %v\n", st.Result, st.Chunks, dims, st.Duration().Round(time.Millisecond))
-	fmt.Fprintf(w, "      summary:  %s\n", oneLine(head.Summary, 110))
-	fmt.Fprintf(w, "      keywords: %s\n", strings.Join(head.Keywords, ", "))
+	fmt.Fprintf(w, "     summary:  %s\n", oneLine(head.Summary, 110))
+	fmt.Fprintf(w, "     keywords: %s\n", strings.Join(head.Keywords, ", "))
 	entries, err := tablestore.NewLedger(svc, tablestore.LedgerOptions{}).Month(ctx, "contoso", ledger.MonthOf(time.Now()))
 	if err != nil {
 		return err
@@ -146,11 +146,11 @@ func showDocument(ctx context.Context, w io.Writer, conn string, timeout time.Du
 	prefix := "ingest:" + demoDocumentName + "@" + st.ETag + "#"
 	for _, e := range entries {
 		if strings.HasPrefix(e.Unit, prefix) {
-			fmt.Fprintf(w, "      metered:  %-24s %6d prompt + %3d completion tokens, %d calls, $%s\n",
+			fmt.Fprintf(w, "     metered:  %-24s %6d prompt + %3d completion tokens, %d calls, $%s\n",
 				e.Deployment, e.PromptTokens, e.CompletionTokens, e.Requests, e.Cost.Dollars())
 		}
 	}
-	fmt.Fprintf(w, "    go run ./cmd/offpath -storage '%s' documents status %s\n", conn, demoDocumentName)
+	done("%s: %d chunks of %d dimensions, processed in %s (see: go run ./cmd/offpath documents status %s)", st.Result, st.Chunks, dims, ms(st.Duration()), demoDocumentName)
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -33,34 +34,87 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+	args := os.Args[1:]
+	var err error
+	if len(args) > 0 && args[0] == "rescore" {
+		err = runRescore(ctx, args[1:], os.Stdout)
+	} else {
+		err = run(ctx, args, os.Stdout)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "devstack:", err)
 		os.Exit(1)
 	}
 }
 
+// defaultPort is the dev host's port unless told otherwise, the Functions
+// host's own (local.settings.json's Host.LocalHttpPort).
+const defaultPort = 7071
+
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("devstack", flag.ContinueOnError)
 	appDir := fs.String("app", "build/app", "assembled app folder (make app)")
-	state := fs.String("state", ".run", "folder for Azurite's data and the logs")
-	addr := fs.String("addr", "127.0.0.1:7071", "address of the Functions HTTP front")
+	settingsFile := fs.String("settings", settingsSource(), "the app settings to start from, pointed at this stack")
+	state := fs.String("state", ".run", "folder for Azurite's data, the logs and the env file")
+	port := fs.Int("port", 0, fmt.Sprintf("port of the Functions HTTP front on 127.0.0.1 (default %d, or a free one when it is busy)", defaultPort))
+	verbose := fs.Bool("verbose", false, "show the handler's and the dev host's full logs on the console too")
 	speed := fs.Float64("speed", 600, "simulator clock factor (600: a 24-hour batch window passes in 2.4 minutes)")
-	demo := fs.Bool("demo", true, "call the API once through the dev host after start-up")
+	demo := fs.Bool("demo", true, "walk the demo through the API after start-up")
 	extension := fs.String("storage-extension", "", "Storage extension whose blob trigger envelopes to send: 5 (5.x, the current one) or 4 (4.x, the older Properties); default the "+devhost.StorageExtensionSetting+" setting, else 5")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	log := zerolog.New(zerolog.ConsoleWriter{Out: stdout, TimeFormat: "15:04:05"}).With().Timestamp().Logger()
+	started := time.Now()
+	out := &console{w: stdout}
+	fmt.Fprintf(out, "\n  offpath, the whole system on this machine\n\n")
+
+	// The port first: a busy one is known before anything is installed.
+	ln, note, err := listen(*port, defaultPort)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	if note != "" {
+		fmt.Fprintf(out, "  NOTE: %s\n\n", note)
+	}
+
+	logs := filepath.Join(*state, "logs")
 	if err := os.MkdirAll(filepath.Join(*state, "azurite"), 0o755); err != nil {
 		return fmt.Errorf("state folder: %w", err)
 	}
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		return fmt.Errorf("logs folder: %w", err)
+	}
+	var readable io.Writer
+	if *verbose {
+		readable = zerolog.ConsoleWriter{Out: out, TimeFormat: "15:04:05"}
+	}
+	tap := func(name, source string) (*logTap, func(), error) {
+		f, err := os.Create(filepath.Join(logs, name))
+		if err != nil {
+			return nil, nil, fmt.Errorf("log file: %w", err)
+		}
+		return &logTap{source: source, file: f, console: out, verbose: readable}, func() { f.Close() }, nil
+	}
+	handlerLog, closeHandlerLog, err := tap("handler.log", "handler")
+	if err != nil {
+		return err
+	}
+	defer closeHandlerLog()
+	hostLog, closeHostLog, err := tap("devhost.log", "dev host")
+	if err != nil {
+		return err
+	}
+	defer closeHostLog()
+	log := zerolog.New(hostLog).With().Timestamp().Logger()
 
 	// Azurite: the real storage emulator, on free loopback ports.
+	t0 := time.Now()
 	bin, err := azurite.Binary()
 	if err != nil {
 		return err
 	}
-	azLog, err := os.Create(filepath.Join(*state, "azurite.log"))
+	azLog, err := os.Create(filepath.Join(logs, "azurite.log"))
 	if err != nil {
 		return fmt.Errorf("azurite log: %w", err)
 	}
@@ -72,9 +126,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer az.Stop()
+	fmt.Fprintf(out, "  Azurite (Blob, Queue, Table Storage) started in %s; data in %s\n", ms(time.Since(t0)), filepath.Join(*state, "azurite"))
 
 	// The Azure OpenAI simulator, in process.
-	sim, err := aoaisim.New(aoaisim.Config{Deployments: aoaisim.DefaultDeployments(), Speed: speed}, log.Level(zerolog.WarnLevel))
+	sim, err := aoaisim.New(aoaisim.Config{Deployments: aoaisim.DefaultDeployments(), Speed: speed}, log.Level(zerolog.WarnLevel).With().Str("component", "aoaisim").Logger())
 	if err != nil {
 		return fmt.Errorf("simulator: %w", err)
 	}
@@ -85,10 +140,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	defer sim.Close()
 
 	// Demo tenants with known keys, and a little made-up usage.
+	t0 = time.Now()
 	seeded, err := seedDemo(ctx, az.ConnectionString(), *state, filepath.Join(*appDir, "models.json"), rand.Reader, time.Now())
 	if err != nil {
 		return fmt.Errorf("seed the demo tenants (did `make app` run?): %w", err)
 	}
+	fmt.Fprintf(out, "  Demo tenants contoso, fabrikam and support, and an admin key, ready in %s\n", ms(time.Since(t0)))
 
 	// Every ledger change also goes, as token metrics, to a JSON-lines file.
 	metricsFile, err := filepath.Abs(filepath.Join(*state, "metrics.jsonl"))
@@ -96,7 +153,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("state folder: %w", err)
 	}
 	// The app's local settings: the example's values, pointed at this stack.
-	settings, err := writeSettings(settingsSource(), *appDir, map[string]string{
+	settings, err := writeSettings(*settingsFile, *appDir, map[string]string{
 		"AzureWebJobsStorage":        az.ConnectionString(),
 		"OFFPATH_AOAI_ENDPOINT":      simURL,
 		"OFFPATH_AOAI_API_KEY":       aoaisim.DefaultKey,
@@ -128,7 +185,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("service bus stand-in: %w", err)
 	}
-	host, err := devhost.New(devhost.Options{App: app, Blobs: blobs, Queues: queues, Broker: broker, HTTPAddr: *addr, HandlerOutput: stdout}, log)
+	host, err := devhost.New(devhost.Options{App: app, Blobs: blobs, Queues: queues, Broker: broker, Listener: ln, HandlerOutput: handlerLog}, log)
 	if err != nil {
 		return err
 	}
@@ -138,24 +195,71 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	go func() { done <- host.Run(runCtx) }()
 
 	key := settings["DEVHOST_FUNCTION_KEY"]
-	banner(stdout, host.URL(), simURL, az, app, settings)
-	tenantsBanner(stdout, host.URL(), az, settings, seeded)
+	if err := waitHealthy(ctx, host.URL(), key, 30*time.Second, done); err != nil {
+		return fmt.Errorf("the dev host did not answer (its log: %s): %w", filepath.Join(logs, "devhost.log"), err)
+	}
+	stack := stackInfo{HostURL: host.URL(), SimURL: simURL, Azurite: az, App: app, Settings: settings, Demo: seeded, State: *state, Logs: logs}
+	env, err := writeEnv(ctx, filepath.Join(*state, "env"), blobs, stack)
+	if err != nil {
+		return err
+	}
+	banner(out, stack, env)
+	fmt.Fprintf(out, "\n  Ready in %s. From here on: the demo's steps, warnings and alerts (full logs: %s%s).\n",
+		ms(time.Since(started)), logs, map[bool]string{true: ", also shown here", false: "; make run VERBOSE=1 shows them here"}[*verbose])
 	if *demo {
-		if err := showHealth(ctx, stdout, host.URL(), key); err != nil {
-			log.Error().Err(err).Msg("the first call through the dev host failed")
-		} else if err := showDocument(ctx, stdout, az.ConnectionString(), 60*time.Second); err != nil {
-			log.Error().Err(err).Msg("the demo document did not make it through the queue path")
-		} else if err := showUsage(ctx, stdout, host.URL(), key, seeded.keys.Tenants["contoso"]); err != nil {
-			log.Error().Err(err).Msg("the usage call through the dev host failed")
-		} else if err := showBatch(ctx, stdout, host.URL(), key, settings["DEVHOST_MASTER_KEY"], seeded.keys.Tenants["contoso"], 90*time.Second); err != nil {
-			log.Error().Err(err).Msg("the demo batch job did not make it through")
-		} else if err := showUsage(ctx, stdout, host.URL(), key, seeded.keys.Tenants["contoso"]); err != nil {
-			log.Error().Err(err).Msg("the usage call through the dev host failed")
-		} else if err := showNightly(ctx, stdout, az.ConnectionString(), host.URL(), settings["DEVHOST_MASTER_KEY"], *state, 90*time.Second); err != nil {
-			log.Error().Err(err).Msg("the nightly summaries did not produce their morning report")
-		}
+		runDemo(ctx, out, stack)
 	}
 	return <-done
+}
+
+// listen binds the dev host's HTTP front on 127.0.0.1 before anything
+// starts: port when one is asked for (a busy one is an error), else def, or
+// a free port when def is busy, which note says.
+func listen(port, def int) (ln net.Listener, note string, err error) {
+	if port != 0 {
+		ln, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			return nil, "", fmt.Errorf("port %d cannot be used (%w): choose another with PORT=…, or leave PORT unset to have a free one chosen", port, err)
+		}
+		return ln, "", nil
+	}
+	if ln, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", def)); err == nil {
+		return ln, "", nil
+	}
+	busy := err
+	if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		return nil, "", fmt.Errorf("port %d is busy (%v) and no free port was found: %w", def, busy, err)
+	}
+	p := ln.Addr().(*net.TCPAddr).Port
+	return ln, fmt.Sprintf("port %d is busy (another make run?), so the dev host listens on port %d instead: use http://127.0.0.1:%d (also in .run/env), or choose with make run PORT=…", def, p, p), nil
+}
+
+// runDemo walks the demo through the whole chain, step by step, and stops
+// at the first step that fails, saying why.
+func runDemo(ctx context.Context, out io.Writer, s stackInfo) {
+	key, master := s.Settings["DEVHOST_FUNCTION_KEY"], s.Settings["DEVHOST_MASTER_KEY"]
+	contoso := s.Demo.keys.Tenants["contoso"]
+	steps := []struct {
+		what string
+		run  func(n int) error
+	}{
+		{"the queue path", func(n int) error { return showDocument(ctx, out, n, s.Azurite.ConnectionString(), 60*time.Second) }},
+		{"the usage", func(n int) error { return showUsage(ctx, out, n, s.HostURL, key, contoso) }},
+		{"the batch path", func(n int) error { return showBatch(ctx, out, n, s.HostURL, key, master, contoso, 90*time.Second) }},
+		{"the usage", func(n int) error { return showUsage(ctx, out, n, s.HostURL, key, contoso) }},
+		{"the nightly summaries", func(n int) error {
+			return showNightly(ctx, out, n, s.Azurite.ConnectionString(), s.HostURL, master, s.State, 90*time.Second)
+		}},
+	}
+	for i, st := range steps {
+		if err := st.run(i + 1); err != nil {
+			if ctx.Err() == nil {
+				fmt.Fprintf(out, "     ✗ %s failed: %v (full logs in %s)\n", st.what, err, s.Logs)
+			}
+			return
+		}
+	}
+	fmt.Fprintf(out, "\n  Demo done. Try the re-scoring and cancel example: make demo-rescore. Ctrl-C stops everything; Azurite's data stays in %s.\n\n", filepath.Join(s.State, "azurite"))
 }
 
 // settingsSource is the repository's local.settings.json if the developer
@@ -202,46 +306,24 @@ func writeSettings(src, appDir string, overrides map[string]string) (map[string]
 	return flat, nil
 }
 
-func banner(w io.Writer, hostURL, simURL string, az *azurite.Azurite, app *devhost.App, s map[string]string) {
-	fmt.Fprintf(w, "\n  offpath is running locally\n\n")
-	fmt.Fprintf(w, "  Functions (dev host)   %s   function key %q, master key %q\n", hostURL, s["DEVHOST_FUNCTION_KEY"], s["DEVHOST_MASTER_KEY"])
-	fmt.Fprintf(w, "  Azure OpenAI simulator %s   api-key %q\n", simURL, aoaisim.DefaultKey)
-	fmt.Fprintf(w, "  Azurite blob/queue/table %s  %s  %s\n", az.BlobURL, az.QueueURL, az.TableURL)
-	fmt.Fprintf(w, "  Functions:")
-	for _, fn := range app.Functions {
-		fmt.Fprintf(w, " %s (%s)", fn.Name, fn.Trigger().Type)
-	}
-	fmt.Fprintf(w, "\n  Token metrics          %s   (Application Insights' stream, one ledger change a line)", s["OFFPATH_TOKEN_METRICS_FILE"])
-	fmt.Fprintf(w, "\n  Blob triggers          as the Storage extension %s sends them (%s, -storage-extension)\n", app.StorageExtension, devhost.StorageExtensionSetting)
-	fmt.Fprintf(w, "\n  Try:\n")
-	fmt.Fprintf(w, "    curl -s -H 'x-functions-key: %s' %s/api/v1/health\n", s["DEVHOST_FUNCTION_KEY"], hostURL)
-	fmt.Fprintf(w, "    curl -s -H 'x-functions-key: %s' %s/api/v1/version\n", s["DEVHOST_FUNCTION_KEY"], hostURL)
-	fmt.Fprintf(w, "    curl -s -H 'api-key: %s' %s/_sim/state\n", aoaisim.DefaultKey, simURL)
-}
-
-// showHealth calls the API's health endpoint through the dev host, the
-// whole chain: HTTP front, function key, forwarding, handler, API.
-func showHealth(ctx context.Context, w io.Writer, hostURL, key string) error {
-	deadline := time.Now().Add(30 * time.Second)
+// waitHealthy calls the API's health endpoint through the dev host, the
+// whole chain (HTTP front, function key, forwarding, handler, API), until it
+// answers 200, the host stops, or timeout passes.
+func waitHealthy(ctx context.Context, hostURL, key string, timeout time.Duration, stopped <-chan error) error {
+	deadline := time.Now().Add(timeout)
 	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, hostURL+"/api/v1/health", nil)
-		if err != nil {
-			return err
-		}
-		req.Header.Set("x-functions-key", key)
-		res, err := http.DefaultClient.Do(req)
-		if err == nil {
-			body, _ := io.ReadAll(res.Body)
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				fmt.Fprintf(w, "  GET /api/v1/health through the dev host → %d %s\n", res.StatusCode, body)
-				return nil
-			}
-			err = fmt.Errorf("status %d: %s", res.StatusCode, body)
+		status, err := call(ctx, http.MethodGet, hostURL+"/api/v1/health", key, "", nil, nil)
+		if err == nil && status == http.StatusOK {
+			return nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return errors.Join(err, ctx.Err())
 		}
-		time.Sleep(200 * time.Millisecond)
+		select {
+		case err := <-stopped:
+			return fmt.Errorf("the dev host stopped: %w", err)
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }

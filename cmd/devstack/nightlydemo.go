@@ -33,7 +33,7 @@ var demoTickets = []string{
 // showNightly drops yesterday's tickets, fires the nightly-summaries timer,
 // then batch-poll until the morning report is written, and saves the report
 // under stateDir/reports for a browser.
-func showNightly(ctx context.Context, w io.Writer, conn, hostURL, masterKey, stateDir string, timeout time.Duration) error {
+func showNightly(ctx context.Context, w io.Writer, n int, conn, hostURL, masterKey, stateDir string, timeout time.Duration) error {
 	blobs, err := azblob.NewClientFromConnectionString(conn, nil)
 	if err != nil {
 		return fmt.Errorf("blob client: %w", err)
@@ -50,7 +50,7 @@ func showNightly(ctx context.Context, w io.Writer, conn, hostURL, masterKey, sta
 	if _, err := blobs.UploadBuffer(ctx, "tickets", name, []byte(body.String()), nil); err != nil {
 		return fmt.Errorf("upload the demo tickets: %w", err)
 	}
-	fmt.Fprintf(w, "\n  Nightly summaries: dropped tickets/%s (%d lines); firing nightly-summaries for %s\n", name, len(demoTickets), day)
+	done := step(w, n, fmt.Sprintf("The nightly summaries: tickets/%s dropped (%d lines), nightly-summaries fired for %s, then batch-poll every second", name, len(demoTickets), day))
 	fire := func(fn string) error {
 		_, err := call(ctx, http.MethodPost, hostURL+"/admin/functions/"+fn, masterKey, "", []byte(`{}`), nil)
 		return err
@@ -93,16 +93,16 @@ func showNightly(ctx context.Context, w io.Writer, conn, hostURL, masterKey, sta
 			md = string(b)
 		}
 	}
-	fmt.Fprintf(w, "  morning report written: reports/%s (and .md); a copy to open in a browser: %s\n", htmlName, filepath.Join(dir, htmlName))
 	sc := bufio.NewScanner(strings.NewReader(md))
 	for n := 0; sc.Scan() && n < 14; n++ {
 		if line := sc.Text(); strings.HasPrefix(line, "Of ") || strings.HasPrefix(line, "| ") {
-			fmt.Fprintf(w, "    %s\n", clipText(line, 160))
+			fmt.Fprintf(w, "     %s\n", oneLine(line, 160))
 		}
 	}
 	if md == "" {
 		return errors.New("the morning report is empty")
 	}
+	done("morning report written: reports/%s (and .md); a copy to open in a browser: %s", htmlName, filepath.Join(dir, htmlName))
 	return nil
 }
 

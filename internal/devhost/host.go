@@ -30,6 +30,9 @@ type Options struct {
 	// HTTPAddr is where HTTP functions are served; default 127.0.0.1 and
 	// local.settings.json's Host.LocalHttpPort (7071).
 	HTTPAddr string
+	// Listener, when set, is where HTTP functions are served instead of
+	// HTTPAddr: a caller that bound its port before starting anything else.
+	Listener net.Listener
 	// HostID names this host in receipts and timer status; default "devhost".
 	HostID string
 	// BlobPollInterval is the pause between blob scans; default 2 s.
@@ -107,6 +110,9 @@ func New(opts Options, logger zerolog.Logger) (*Host, error) {
 	}
 	if err := h.prepareTimers(); err != nil {
 		return nil, err
+	}
+	if h.ln = opts.Listener; h.ln != nil {
+		return h, nil
 	}
 	if h.ln, err = net.Listen("tcp", opts.HTTPAddr); err != nil {
 		return nil, fmt.Errorf("listen for HTTP functions on %s: %w", opts.HTTPAddr, err)
