@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,10 +12,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // repoRoot is the repository, from this package's folder.
@@ -225,6 +230,78 @@ func TestNotice_WarningsAndAlertsOnly(t *testing.T) {
 	} {
 		if got := notice("handler", tc.ev); got != tc.want {
 			t.Errorf("notice(%v) = %q, want %q", tc.ev, got, tc.want)
+		}
+	}
+}
+
+// TestRescore_CancelsMidWay runs make demo-rescore's walk against a stack:
+// the job is cancelled while Azure runs it, so some items end ok and the
+// rest cancelled, the done ones are billed, and a second cancel is refused.
+func TestRescore_CancelsMidWay(t *testing.T) {
+	t.Parallel()
+	_, envFile := startStack(t)
+	var out strings.Builder
+	if err := runRescore(context.Background(), []string{"-env", envFile}, &out); err != nil { // make demo-rescore's defaults
+		t.Fatalf("rescore: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	m := regexp.MustCompile(`harvested, final cancelled: (\d+) ok, (\d+) cancelled, (\d+) refused, 0 failed, 0 expired; billed (\d+) prompt \+ (\d+) completion tokens`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("no cancelled harvest in the output:\n%s", text)
+	}
+	ok, cancelled, refused, prompt := atoi(t, m[1]), atoi(t, m[2]), atoi(t, m[3]), atoi(t, m[4])
+	if ok == 0 || cancelled == 0 || ok+cancelled+refused != 1000 || prompt == 0 {
+		t.Errorf("outcomes %d ok, %d cancelled, %d refused, %d prompt tokens; want a cancel mid-way, the done items billed:\n%s", ok, cancelled, refused, prompt, text)
+	}
+	if !strings.Contains(text, fmt.Sprintf("%d ok", ok)) || !strings.Contains(text, "refused: 409 job_finished") {
+		t.Errorf("the results or the second cancel are not shown:\n%s", text)
+	}
+	env, err := readEnv(envFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	speed, err := simSpeed(context.Background(), env["AOAISIM_URL"], env["AOAISIM_KEY"], ptr(600.0))
+	if err != nil || speed != 600 {
+		t.Errorf("the simulator's clock after the demo: ×%v, %v; want make run's ×600 back", speed, err)
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestLogTap_FileGetsAllConsoleTheWarnings(t *testing.T) {
+	t.Parallel()
+	lines := `{"level":"info","message":"invocation","function":"batch-poll"}` + "\n" +
+		`{"level":"warn","message":"lease renewal failed","deployment":"gpt-4o-mini"}` + "\n" + `not json` + "\n"
+	for _, verbose := range []bool{false, true} {
+		var file, screen bytes.Buffer
+		tap := &logTap{source: "handler", file: &file, console: &screen}
+		if verbose {
+			tap.verbose = zerolog.ConsoleWriter{Out: &screen, NoColor: true}
+		}
+		// Written in pieces that cut lines, as a pipe delivers them.
+		for _, piece := range []string{lines[:10], lines[10:70], lines[70:]} {
+			if _, err := tap.Write([]byte(piece)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if file.String() != lines {
+			t.Errorf("verbose %v: the file holds %q, want every line", verbose, file.String())
+		}
+		got := screen.String()
+		if !strings.Contains(got, "lease renewal failed") || strings.Contains(got, "{") {
+			t.Errorf("verbose %v: console %q", verbose, got)
+		}
+		if verbose != strings.Contains(got, "invocation") || verbose != strings.Contains(got, "not json") {
+			t.Errorf("verbose %v: console %q; want every line only when verbose", verbose, got)
 		}
 	}
 }
