@@ -82,6 +82,11 @@ func TestREADME_RunnableExamples(t *testing.T) {
 	if len(examples) < 3 {
 		t.Fatalf("%d runnable examples in README.md; want the health, tenants, re-scoring and CLI ones at least", len(examples))
 	}
+	for _, tool := range []string{"bash", "curl", "jq", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("the README's examples use %s, which is not installed (Debian: apt-get install %s)", tool, tool)
+		}
+	}
 	_, envFile := startStack(t)
 	root, err := filepath.Abs(repoRoot)
 	if err != nil {
