@@ -72,6 +72,10 @@ type Options struct {
 	// Logger receives warnings about messages dropped or dead-lettered and
 	// errors in Process. The zero Logger logs nothing. Bodies are never logged.
 	Logger zerolog.Logger
+	// Now is the clock of the messages' times: EnqueuedTime, ExpiresAt and
+	// the TTL check on receive. Default time.Now. Locks are not on it: their
+	// expiry is the storage queue's visibility timeout, in Azurite's time.
+	Now func() time.Time
 }
 
 // Broker serves Service Bus queues from Azurite. It is safe for concurrent use.
@@ -83,6 +87,7 @@ type Broker struct {
 	ttl       time.Duration
 	container string
 	log       zerolog.Logger
+	now       func() time.Time
 
 	mu        sync.Mutex
 	created   map[string]bool // storage queues and the container known to exist
@@ -102,6 +107,7 @@ func New(queues *azqueue.ServiceClient, blobs *azblob.Client, opts Options) (*Br
 		ttl:       DefaultTTL,
 		container: DefaultContainer,
 		log:       opts.Logger,
+		now:       opts.Now,
 		created:   map[string]bool{},
 	}
 	var errs []error
@@ -131,6 +137,9 @@ func New(queues *azqueue.ServiceClient, blobs *azblob.Client, opts Options) (*Br
 			errs = append(errs, fmt.Errorf("container %q is not a valid blob container name", opts.Container))
 		}
 		b.container = opts.Container
+	}
+	if b.now == nil {
+		b.now = time.Now
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("sbemu: new broker: %w", err)

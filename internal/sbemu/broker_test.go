@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
 	"github.com/offpath/offpath/internal/azurite"
+	"github.com/offpath/offpath/internal/poll"
 	"github.com/offpath/offpath/internal/sbemu"
 )
 
@@ -187,10 +189,14 @@ func TestBroker_AbandonRedeliversAtOnce(t *testing.T) {
 
 func TestBroker_DropsExpiredMessages(t *testing.T) {
 	t.Parallel()
-	b := newBroker(t, nil, sbemu.Options{TTL: 200 * time.Millisecond})
+	var clock atomic.Pointer[time.Time] // the messages' clock, moved by hand
+	start := time.Now()
+	clock.Store(&start)
+	b := newBroker(t, nil, sbemu.Options{TTL: time.Hour, Now: func() time.Time { return *clock.Load() }})
 	q := queueName(t)
 	mustSend(t, b, q, sbemu.Message{Body: []byte("stale")})
-	time.Sleep(300 * time.Millisecond)
+	later := start.Add(time.Hour + time.Nanosecond)
+	clock.Store(&later)
 	if d, err := b.Receive(context.Background(), q); d != nil || err != nil {
 		t.Fatalf("Receive of an expired message = %+v, %v; want nil, nil", d, err)
 	}
@@ -221,7 +227,6 @@ func TestBroker_LockExpiryRedeliversThenDeadLetters(t *testing.T) {
 	}
 	// Its second lock expires too: past MaxDeliveryCount, the next receive
 	// dead-letters it instead of delivering it.
-	time.Sleep(time.Until(second.LockedUntil()))
 	eventually(t, 10*time.Second, "dead-lettering after lock expiry", func() (bool, error) {
 		d, err := b.Receive(ctx, q)
 		if d != nil {
@@ -250,16 +255,18 @@ func TestBroker_RenewLockKeepsMessageHidden(t *testing.T) {
 	mustSend(t, b, q, sbemu.Message{Body: []byte("slow")})
 	ctx := context.Background()
 	d := receiveWithin(t, b, q, 10*time.Second)
-	end := time.Now().Add(3 * time.Second) // one and a half lock durations
-	for time.Now().Before(end) {
-		time.Sleep(500 * time.Millisecond)
+	// Renew until one and a half lock durations from the receipt: the lock
+	// is Azurite's visibility timeout, on the wall clock.
+	past := d.LockedUntil().Add(b.LockDuration() / 2)
+	poll.Until(t, 2*b.LockDuration(), "one and a half lock durations of renewals", func() bool {
 		if err := b.RenewLock(ctx, d); err != nil {
 			t.Fatalf("RenewLock: %v", err)
 		}
 		if other, err := b.Receive(ctx, q); other != nil || err != nil {
 			t.Fatalf("Receive during a renewed lock = %+v, %v; want nil, nil", other, err)
 		}
-	}
+		return time.Now().After(past)
+	})
 	if err := b.Complete(ctx, d); err != nil {
 		t.Fatalf("Complete after renewals: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/azurite"
+	"github.com/offpath/offpath/internal/poll"
 	"github.com/offpath/offpath/internal/sbemu"
 )
 
@@ -63,22 +64,21 @@ func queueName(t *testing.T) string {
 	return strings.Trim(base[:min(len(base), 40)], "-") + suffix
 }
 
-// eventually polls cond until it holds or timeout passes.
+// eventually polls cond until it holds or timeout passes; an error from
+// cond fails the test at once.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, err := cond()
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %v", what, timeout)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var err error
+	held := poll.Within(timeout, func() bool {
+		var ok bool
+		ok, err = cond()
+		return ok || err != nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if !held {
+		t.Fatalf("%s: not after %v", what, timeout)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offpath/offpath/internal/poll"
 	"github.com/offpath/offpath/internal/sbemu"
 )
 
@@ -78,6 +79,11 @@ func TestProcess_FailingHandlerIsRedeliveredThenDeadLettered(t *testing.T) {
 	}
 }
 
+// TestProcess_RespectsMaxConcurrentCalls: with MaxConcurrentCalls 3 and
+// ten messages, the first three handlers block until all three have
+// arrived (so three run at once), and while they hold, the test drains the
+// queue itself: the stand-in hands it the seven others, so Process received
+// no fourth while its three slots were taken.
 func TestProcess_RespectsMaxConcurrentCalls(t *testing.T) {
 	t.Parallel()
 	b := newBroker(t, nil, sbemu.Options{})
@@ -86,26 +92,45 @@ func TestProcess_RespectsMaxConcurrentCalls(t *testing.T) {
 	for i := range messages {
 		mustSend(t, b, q, sbemu.Message{Body: fmt.Appendf(nil, "m%d", i)})
 	}
-	var inFlight, most, done atomic.Int32
+	var arrived atomic.Int32
+	all, release := make(chan struct{}), make(chan struct{})
 	o := fast()
 	o.MaxConcurrentCalls = limit
 	process(t, b, q, o, func(context.Context, *sbemu.Delivery) error {
-		n := inFlight.Add(1)
-		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		switch n := arrived.Add(1); {
+		case n == limit:
+			close(all)
+		case n > limit:
+			return fmt.Errorf("handler %d ran while %d held", n, limit)
 		}
-		time.Sleep(150 * time.Millisecond)
-		inFlight.Add(-1)
-		done.Add(1)
+		<-release
 		return nil
 	})
-	eventually(t, 10*time.Second, "processing every message", func() (bool, error) {
-		return done.Load() == messages, nil
-	})
-	if got := most.Load(); got != limit {
-		t.Errorf("at most %d handlers ran at once, want exactly MaxConcurrentCalls = %d", got, limit)
+	select {
+	case <-all:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%d handlers arrived, want %d running at once", arrived.Load(), limit)
 	}
+	ctx := context.Background()
+	var drained []*sbemu.Delivery
+	eventually(t, 10*time.Second, "the test receiving every message Process did not take", func() (bool, error) {
+		d, err := b.Receive(ctx, q)
+		if d != nil {
+			drained = append(drained, d)
+		}
+		return d == nil, err
+	})
+	if n := arrived.Load(); n != limit || len(drained) != messages-limit {
+		t.Errorf("while %d handlers held: %d arrived, the test received %d; want %d and %d", limit, n, len(drained), limit, messages-limit)
+	}
+	for _, d := range drained {
+		if err := b.Complete(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(release)
 	eventually(t, 10*time.Second, "completing every message", func() (bool, error) {
-		active, dead, err := b.Count(context.Background(), q)
+		active, dead, err := b.Count(ctx, q)
 		return active == 0 && dead == 0, err
 	})
 }
@@ -118,21 +143,28 @@ func TestProcess_RenewsTheLockOfASlowHandler(t *testing.T) {
 	mustSend(t, b, q, sbemu.Message{Body: []byte("slow")})
 
 	var calls atomic.Int32
-	started := make(chan struct{})
-	process(t, b, q, fast(), func(context.Context, *sbemu.Delivery) error {
+	started := make(chan *sbemu.Delivery, 1)
+	release := make(chan struct{})
+	process(t, b, q, fast(), func(_ context.Context, d *sbemu.Delivery) error {
 		if calls.Add(1) == 1 {
-			close(started)
+			started <- d
 		}
-		time.Sleep(3 * time.Second) // one and a half lock durations
+		<-release
 		return nil
 	})
-	<-started
+	d := <-started
+	// The handler holds the message past one and a half lock durations from
+	// its receipt; the lock is Azurite's visibility timeout, on the wall
+	// clock, so the other consumer asks until then.
+	past := d.LockedUntil().Add(b.LockDuration() / 2)
 	ctx := context.Background()
-	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+	poll.Until(t, 2*b.LockDuration(), "one and a half lock durations", func() bool {
 		if d, err := other.Receive(ctx, q); d != nil || err != nil {
 			t.Fatalf("another consumer received %+v, %v while the handler ran; want nil, nil", d, err)
 		}
-	}
+		return time.Now().After(past)
+	})
+	close(release)
 	eventually(t, 10*time.Second, "completion", func() (bool, error) {
 		active, _, err := b.Count(ctx, q)
 		return active == 0, err
@@ -224,7 +256,10 @@ func TestProcess_HandlerMaySettleItself(t *testing.T) {
 	q := queueName(t)
 	mustSend(t, b, q, sbemu.Message{Body: []byte("self")})
 	settled := make(chan error, 1)
-	process(t, b, q, fast(), func(ctx context.Context, d *sbemu.Delivery) error {
+	outcome := make(chan sbemu.Settlement, 1)
+	o := fast()
+	o.Settled = func(s sbemu.Settlement) { outcome <- s }
+	process(t, b, q, o, func(ctx context.Context, d *sbemu.Delivery) error {
 		settled <- b.Complete(ctx, d)
 		return errors.New("ignored: already completed")
 	})
@@ -236,7 +271,9 @@ func TestProcess_HandlerMaySettleItself(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("handler not called")
 	}
-	time.Sleep(200 * time.Millisecond)
+	if s := <-outcome; s.Outcome != sbemu.Unsettled { // Process is done with it
+		t.Errorf("Process settled a message its handler completed: %+v", s)
+	}
 	if active, dead := counts(t, b, q); active != 0 || dead != 0 {
 		t.Errorf("Count = %d, %d; want 0, 0", active, dead)
 	}

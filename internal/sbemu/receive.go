@@ -79,7 +79,7 @@ func (b *Broker) accept(ctx context.Context, e entity, m *azqueue.DequeuedMessag
 		dl.DeliveryCount = 0
 		w = wire{DeadLetter: &dl} // deliver it from the DLQ as it is
 	}
-	if !e.dead && time.Now().After(env.ExpiresAt) {
+	if !e.dead && b.now().After(env.ExpiresAt) {
 		log.Info().Str("message_id", env.MessageID).Time("expires_at", env.ExpiresAt).Msg("sbemu: dropping an expired message")
 		ls.mu.Lock()
 		defer ls.mu.Unlock()

@@ -7,7 +7,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
@@ -44,7 +43,7 @@ func (b *Broker) Send(ctx context.Context, queue string, m Message) error {
 	if err != nil {
 		return fmt.Errorf("send to %q: %w", queue, err)
 	}
-	now := time.Now().UTC()
+	now := b.now().UTC()
 	env := &envelope{
 		Body:                  m.Body,
 		MessageID:             m.MessageID,
