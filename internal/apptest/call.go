@@ -2,6 +2,7 @@ package apptest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -126,6 +127,21 @@ func (s *Stack) Fire(name string) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusAccepted {
 		s.tb.Fatalf("fire %s: %d %s, want 202", name, res.StatusCode, b)
+	}
+}
+
+// FireAndWait runs the non-HTTP function name once now through the dev
+// host, as Fire does, and returns when that invocation has finished (a
+// timer's invocations run one at a time, so it waits for one already
+// running first). After it returns, whatever the invocation did (rows,
+// blobs, alerts, messages sent) is done: a test may assert that nothing
+// more happened.
+func (s *Stack) FireAndWait(name string) {
+	s.tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), eventWait)
+	defer cancel()
+	if err := s.Host.Fire(ctx, name, ""); err != nil {
+		s.tb.Fatalf("fire %s: %v", name, err)
 	}
 }
 

@@ -63,8 +63,7 @@ func TestStart_RunsTheApp(t *testing.T) {
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for s.CountAlerts(batch.AlertHeldTooLong, job.ID) == 0 && time.Now().Before(deadline) {
-		s.Fire("batch-poll")
-		time.Sleep(300 * time.Millisecond)
+		s.FireAndWait("batch-poll")
 	}
 	a := s.WaitAlert(batch.AlertHeldTooLong, job.ID, 5*time.Second)
 	if a.Tenant != "contoso" {
@@ -76,8 +75,7 @@ func TestStart_RunsTheApp(t *testing.T) {
 		t.Errorf("the rule fired on %+v", tr)
 	}
 	s.WaitRuleMatched("offpath-job-overdue", "stdout", 10*time.Second)
-	s.Fire("batch-poll")
-	time.Sleep(500 * time.Millisecond)
+	s.FireAndWait("batch-poll") // a tick that starts after the alert raises none
 	if n := s.CountAlerts(batch.AlertHeldTooLong, job.ID); n != 1 {
 		t.Errorf("%d %s alerts, want 1: %+v", n, batch.AlertHeldTooLong, s.Alerts())
 	}

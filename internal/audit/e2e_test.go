@@ -13,6 +13,7 @@ import (
 	"github.com/offpath/offpath/internal/apptest"
 	"github.com/offpath/offpath/internal/audit"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/poll"
 )
 
 // TestEndToEnd_SecondDoorThroughTheDevHost: someone creates a batch
@@ -53,25 +54,17 @@ func TestEndToEnd_SecondDoorThroughTheDevHost(t *testing.T) {
 
 	// Wait for the batch to complete at the simulator, then audit until
 	// its usage is booked.
-	deadline := time.Now().Add(time.Minute)
-	for {
+	poll.Until(t, time.Minute, "the batch to complete at the simulator", func() bool {
 		got, err := direct.Batches.Get(ctx, b.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Status == openai.BatchStatusCompleted && got.OutputFileID != "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("batch %s still %s", b.ID, got.Status)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return got.Status == openai.BatchStatusCompleted && got.OutputFileID != ""
+	})
 	var usage ledger.ReportView
-	deadline = time.Now().Add(time.Minute)
+	deadline := time.Now().Add(time.Minute)
 	for {
-		st.Fire("batch-audit")
-		time.Sleep(500 * time.Millisecond)
+		st.FireAndWait("batch-audit")
 		if code := st.DoAdmin("GET", "/api/v1/usage?tenant="+audit.Unattributed, nil, &usage); code == 200 && usage.Total.Requests > 0 {
 			break
 		}
@@ -84,9 +77,8 @@ func TestEndToEnd_SecondDoorThroughTheDevHost(t *testing.T) {
 	}
 
 	// Later runs: nothing new.
-	st.Fire("batch-audit")
-	st.Fire("batch-audit")
-	time.Sleep(2 * time.Second)
+	st.FireAndWait("batch-audit")
+	st.FireAndWait("batch-audit")
 	if n := st.CountAlerts(audit.AlertSecondDoor, ""); n != 1 {
 		t.Errorf("%d second_door alerts after four runs, want 1: %+v", n, st.Alerts())
 	}

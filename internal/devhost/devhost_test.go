@@ -17,6 +17,7 @@ import (
 
 	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/devhost"
+	"github.com/offpath/offpath/internal/poll"
 	"github.com/offpath/offpath/internal/sbemu"
 	"github.com/offpath/offpath/internal/slowloris"
 )
@@ -90,6 +91,16 @@ func waitEvent(t *testing.T, h *devhost.Host, what string, match func(devhost.Ev
 	return e
 }
 
+// waitCount waits until n invocations of function have finished on h.
+func waitCount(t *testing.T, h *devhost.Host, function string, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := h.WaitCount(ctx, function, n); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // quietScans waits for n whole scans of function's container after the
 // one running at since, and fails the test if any of them fired.
 func quietScans(t *testing.T, h *devhost.Host, function string, since time.Time, n int) {
@@ -155,7 +166,7 @@ func TestDevhost_ServiceBusRetriesThenDeadLetters(t *testing.T) {
 	}
 	// The good message completed and its output arrived intact: "done" was
 	// sent base64-encoded, so the host decoded it back to "done".
-	eventually(t, 10*time.Second, "the output message", func() bool {
+	poll.Until(t, 10*time.Second, "the output message", func() bool {
 		d, err := s.broker.Receive(context.Background(), a.queue+"-out")
 		if err != nil || d == nil {
 			return false
@@ -178,7 +189,7 @@ func TestDevhost_MessageSurvivesRestart(t *testing.T) {
 	// message, abandoned by the failed call, is redelivered until the
 	// handler behaves. We stop the dev host meanwhile and start another.
 	_, stop := s.run(t, a)
-	eventually(t, 15*time.Second, "the first delivery", func() bool { return len(a.records(t, "sb-fn")) >= 1 })
+	poll.Until(t, 15*time.Second, "the first delivery", func() bool { return len(a.records(t, "sb-fn")) >= 1 })
 	stop()
 	delivered := len(a.records(t, "sb-fn"))
 
@@ -191,7 +202,7 @@ func TestDevhost_MessageSurvivesRestart(t *testing.T) {
 	s.run(t, b)
 	// Both messages reach the new dev host: the new one, and the crashing
 	// one again, its DeliveryCount continuing from before the restart.
-	eventually(t, 30*time.Second, "both messages after the restart", func() bool {
+	poll.Until(t, 30*time.Second, "both messages after the restart", func() bool {
 		after, crashAgain := false, false
 		for _, r := range b.records(t, "sb-fn") {
 			after = after || r.Body == "after restart"
@@ -217,7 +228,7 @@ func TestDevhost_TimerOnScheduleAndAdmin(t *testing.T) {
 	s := newStack(t, azurite.Start(t), 10)
 	a := newApp(t, "*/1 * * * * *", "timer-fn")
 	h, _ := s.run(t, a)
-	eventually(t, 10*time.Second, "two scheduled firings", func() bool { return len(a.records(t, "timer-fn")) >= 2 })
+	waitCount(t, h, "timer-fn", 2) // two scheduled firings
 	for _, r := range a.records(t, "timer-fn") {
 		if !r.HasStatus {
 			t.Errorf("timer fired without ScheduleStatus: %+v", r)
@@ -232,7 +243,10 @@ func TestDevhost_TimerOnScheduleAndAdmin(t *testing.T) {
 	if code, _, _ := do(t, http.MethodPost, hb.URL()+"/admin/functions/timer-fn", "mkey", `{"input":""}`); code != http.StatusAccepted {
 		t.Errorf("admin fire: status %d, want 202", code)
 	}
-	eventually(t, 10*time.Second, "the admin firing", func() bool { return len(b.records(t, "timer-fn")) == 1 })
+	waitCount(t, hb, "timer-fn", 1) // the admin firing, and no other: the schedule is yearly
+	if n := len(b.records(t, "timer-fn")); n != 1 {
+		t.Errorf("the handler saw %d firings, want the admin's 1", n)
+	}
 	if code, _, _ := do(t, http.MethodPost, h.URL()+"/admin/functions/nope", "mkey", `{}`); code != http.StatusNotFound {
 		t.Errorf("admin on unknown function: status %d, want 404", code)
 	}

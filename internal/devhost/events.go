@@ -61,16 +61,22 @@ const journalLimit = 10000
 
 // journal keeps recent events and wakes their waiters.
 type journal struct {
-	mu      sync.Mutex
-	events  []Event
-	changed chan struct{} // closed and replaced on every record
+	mu       sync.Mutex
+	events   []Event
+	finished map[string]int // Invoked events per function, never trimmed
+	changed  chan struct{}  // closed and replaced on every record
 }
 
-func newJournal() *journal { return &journal{changed: make(chan struct{})} }
+func newJournal() *journal {
+	return &journal{finished: map[string]int{}, changed: make(chan struct{})}
+}
 
 func (j *journal) record(e Event) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if e.Kind == Invoked {
+		j.finished[e.Function]++
+	}
 	if len(j.events) == journalLimit {
 		j.events = append([]Event(nil), j.events[journalLimit/2:]...) // waiters may hold the old array
 	}
@@ -122,6 +128,35 @@ func (h *Host) Wait(ctx context.Context, match func(Event) bool) (Event, error) 
 		case <-changed:
 		case <-ctx.Done():
 			return Event{}, fmt.Errorf("wait for a dev host event: %w", ctx.Err())
+		}
+	}
+}
+
+// Finished returns how many invocations of function have finished, either
+// outcome, since the host started.
+func (h *Host) Finished(function string) int {
+	h.journal.mu.Lock()
+	defer h.journal.mu.Unlock()
+	return h.journal.finished[function]
+}
+
+// WaitCount waits until at least n invocations of function have finished
+// since the host started, or ctx ends. A test that fires a function reads
+// Finished first and waits for one more: once WaitCount returns, whatever
+// that invocation did (its outputs, its alerts, its rows) is done, and an
+// assertion that nothing more happened holds without a sleep.
+func (h *Host) WaitCount(ctx context.Context, function string, n int) error {
+	for {
+		h.journal.mu.Lock()
+		got, changed := h.journal.finished[function], h.journal.changed
+		h.journal.mu.Unlock()
+		if got >= n {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %d invocations of %s (%d finished): %w", n, function, got, ctx.Err())
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/document"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/poll"
 )
 
 // TestE2E_InfrastructureFailures: with every model call failing, a
@@ -29,7 +30,7 @@ func TestE2E_InfrastructureFailures(t *testing.T) {
 	ctx := context.Background()
 	name := "acme/doomed.txt"
 	etag := s.mustUpload(name, prose(3000))
-	eventually(t, 60*time.Second, "the dead letter", func() bool { return s.deadLettered("doc-ingest") == 1 })
+	poll.Until(t, 60*time.Second, "the dead letter", func() bool { return s.deadLettered("doc-ingest") == 1 })
 	letters, err := s.broker.DeadLetters(ctx, "doc-ingest", 10)
 	if err != nil || len(letters) != 1 || letters[0].DeadLetterReason != "MaxDeliveryCountExceeded" || letters[0].DeliveryCount < maxDelivery {
 		t.Fatalf("dead letters = %+v, %v", letters, err)
@@ -153,7 +154,7 @@ func TestE2E_CrashRedelivery(t *testing.T) {
 	})
 	name := "acme/crash.txt"
 	etag := s.mustUpload(name, prose(40<<10))
-	eventually(t, 30*time.Second, "the first embeddings request", func() bool {
+	poll.Until(t, 30*time.Second, "the first embeddings request", func() bool {
 		return s.sim.Stats().Routes[aoaisim.RouteEmbeddings] >= 1
 	})
 	s.killHandler()

@@ -27,6 +27,7 @@ import (
 	"github.com/offpath/offpath/internal/docblob"
 	"github.com/offpath/offpath/internal/document"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/poll"
 	"github.com/offpath/offpath/internal/sbemu"
 	"github.com/offpath/offpath/internal/tablestore"
 	"github.com/offpath/offpath/internal/tenant"
@@ -298,7 +299,7 @@ func (s *stack) mustUpload(name string, data []byte) string {
 func (s *stack) final(partition, name, etag string, timeout time.Duration) document.Status {
 	s.t.Helper()
 	var st document.Status
-	eventually(s.t, timeout, "a final status of "+document.Printable(name), func() bool {
+	poll.Until(s.t, timeout, "a final status of "+document.Printable(name), func() bool {
 		var err error
 		st, err = s.docs.Get(context.Background(), partition, name)
 		return err == nil && st.State.Final() && (etag == "" || st.SameVersion(etag))
@@ -362,17 +363,6 @@ func (s *stack) killHandler() {
 		}
 	}
 	s.t.Fatal("no handler process found")
-}
-
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // streamed sums the handler's token metrics stream per deployment (prompt,

@@ -10,6 +10,7 @@ import (
 	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/document"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/poll"
 )
 
 // TestE2E_KillsMeterEveryAttempt: 200 documents, and the handler killed
@@ -53,7 +54,7 @@ func TestE2E_KillsMeterEveryAttempt(t *testing.T) {
 	hit := false
 	for k := range kills {
 		next := answered() + 25
-		eventually(t, 60*time.Second, fmt.Sprintf("work before kill %d", k+1), func() bool { return answered() >= next })
+		poll.Until(t, 60*time.Second, fmt.Sprintf("work before kill %d", k+1), func() bool { return answered() >= next })
 		for {
 			if err := s.sim.SetFaults([]aoaisim.FaultRule{{Route: "embeddings", HangRate: 1}, {Route: "chat", HangRate: 1}}); err != nil {
 				t.Fatal(err)
@@ -74,13 +75,13 @@ func TestE2E_KillsMeterEveryAttempt(t *testing.T) {
 				t.Fatal(err)
 			}
 			more := answered() + 1
-			eventually(t, 60*time.Second, "an attempt that has spent tokens", func() bool { return answered() >= more })
+			poll.Until(t, 60*time.Second, "an attempt that has spent tokens", func() bool { return answered() >= more })
 		}
 		s.killHandler()
 		// The dead handler's requests still on their way must meet the
 		// freeze too (a request answered for a dead client is billed and
 		// unmeterable): thaw only once the simulator has none left.
-		eventually(t, 30*time.Second, "the dead handler's requests gone", func() bool { return s.sim.Stats().Open == 0 })
+		poll.Until(t, 30*time.Second, "the dead handler's requests gone", func() bool { return s.sim.Stats().Open == 0 })
 		if err := s.sim.SetFaults(nil); err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/nightly"
+	"github.com/offpath/offpath/internal/poll"
 	"github.com/offpath/offpath/internal/report"
 )
 
@@ -38,18 +39,6 @@ func upload(t *testing.T, st *apptest.Stack, containerName, name, body string) {
 	_, _ = st.Blobs.CreateContainer(ctx, containerName, nil)
 	if _, err := st.Blobs.UploadBuffer(ctx, containerName, name, []byte(body), nil); err != nil {
 		t.Fatalf("upload %s: %v", name, err)
-	}
-}
-
-// waitFor polls cond every 100 ms until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 
@@ -100,12 +89,12 @@ func TestEndToEnd_NightOf2000Tickets(t *testing.T) {
 
 	htmlName, mdName := nightly.ReportBlobs(dayName)
 	var md string
-	waitFor(t, 3*time.Minute, "the morning report", func() bool {
+	poll.Until(t, 3*time.Minute, "the morning report", func() bool {
 		var ok bool
 		md, ok = readBlob(t, st, "reports", mdName) // written after the HTML
 		return ok
 	})
-	st.Fire("nightly-summaries") // and once more after the harvest
+	st.FireAndWait("nightly-summaries") // and once more after the harvest
 	html, _ := readBlob(t, st, "reports", htmlName)
 	// The batch-poll reply that wrote the report carries the event line the
 	// no-morning-report rule counts, as Application Insights records it.
@@ -177,7 +166,7 @@ func TestEndToEnd_ReportDeadline(t *testing.T) {
 
 	st.Fire("nightly-summaries")
 	var job batch.Job
-	waitFor(t, time.Minute, "the job to run at Azure", func() bool {
+	poll.Until(t, time.Minute, "the job to run at Azure", func() bool {
 		jobs, err := st.Jobs.List(context.Background(), "support", "", "", 10)
 		if err != nil || len(jobs) == 0 {
 			return false
@@ -185,7 +174,7 @@ func TestEndToEnd_ReportDeadline(t *testing.T) {
 		job = jobs[0]
 		return job.State == batch.Submitted
 	})
-	st.Fire("report-deadline")
+	st.FireAndWait("report-deadline")
 	a := st.WaitAlert(nightly.AlertReportMissing, job.ID, 30*time.Second)
 	if !strings.Contains(a.Message, job.ID) || !strings.Contains(a.Message, "submitted") || a.Fields["day"] != dayName {
 		t.Errorf("alert %+v: want the job, its state and the day", a)
@@ -195,8 +184,7 @@ func TestEndToEnd_ReportDeadline(t *testing.T) {
 	if tr := st.WaitRuleMatched("offpath-morning-report-missing", "invocation", 30*time.Second); tr.Function != "report-deadline" {
 		t.Errorf("the rule fired on a trace of %s: %+v", tr.Function, tr)
 	}
-	time.Sleep(time.Second)
-	if n := st.CountAlerts(nightly.AlertReportMissing, ""); n != 1 {
+	if n := st.CountAlerts(nightly.AlertReportMissing, ""); n != 1 { // the run has finished: its alerts are all in
 		t.Errorf("%d morning_report_missing alerts, want 1", n)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/outcome"
+	"github.com/offpath/offpath/internal/poll"
 	"github.com/offpath/offpath/internal/ratelimit"
 )
 
@@ -64,13 +65,13 @@ func TestLimiter_WaitsForTheWindow(t *testing.T) {
 				}
 			}
 			done := start(ctx, l, tt.next)
-			eventually(t, "the waiter's timer", func() bool { return clock.Pending() == 1 })
+			poll.Until(t, 5*time.Second, "the waiter's timer", func() bool { return clock.Pending() == 1 })
 			clock.Advance(tt.advance - time.Millisecond)
 			if _, ok := returned(done); ok {
 				t.Fatalf("Wait(%d) returned before the window moved", tt.next)
 			}
 			clock.Advance(time.Millisecond)
-			eventually(t, "admission", func() bool {
+			poll.Until(t, 5*time.Second, "admission", func() bool {
 				err, ok := returned(done)
 				if ok && err != nil {
 					t.Fatalf("Wait = %v", err)
@@ -97,24 +98,29 @@ func TestLimiter_FirstComeFirstServed(t *testing.T) {
 	// The window holds 4×250 charged at 0, 10, 20, 30 s (now 40 s). A big
 	// request queues first, a small one second.
 	big := start(ctx, l, 900)
-	eventually(t, "big queued", func() bool { return l.Stats().Waited == 1 })
+	poll.Until(t, 5*time.Second, "big queued", func() bool { return l.Stats().Waited == 1 })
 	small := start(ctx, l, 150)
-	eventually(t, "small queued", func() bool { return l.Stats().Waited == 2 })
+	poll.Until(t, 5*time.Second, "small queued", func() bool { return l.Stats().Waited == 2 })
 	if q := l.Stats().Queued; q != 2 {
 		t.Errorf("Queued = %d, want 2", q)
 	}
+	pending := clock.Pending()
 	clock.Advance(20 * time.Second) // 60 s: the first 250 leaves; 150 would fit, 900 not
-	time.Sleep(20 * time.Millisecond)
+	// No waiter's timer came due, so no waiter woke to be admitted: the
+	// small one waits behind the big one's timer.
+	if p := clock.Pending(); p != pending {
+		t.Fatalf("%d of %d timers fired at 60 s: a waiter woke before the big one fits", pending-p, pending)
+	}
 	if _, ok := returned(small); ok {
 		t.Fatal("the small request overtook the big one queued before it")
 	}
 	clock.Advance(30 * time.Second) // 90 s: all four left; the big one fits
-	eventually(t, "big admitted", func() bool { _, ok := returned(big); return ok })
+	poll.Until(t, 5*time.Second, "big admitted", func() bool { _, ok := returned(big); return ok })
 	if _, ok := returned(small); ok {
 		t.Fatal("the small request was admitted with the big one in a 1000-token window")
 	}
 	clock.Advance(time.Minute)
-	eventually(t, "small admitted", func() bool { _, ok := returned(small); return ok })
+	poll.Until(t, 5*time.Second, "small admitted", func() bool { _, ok := returned(small); return ok })
 }
 
 func TestLimiter_DeadlineFailsFast(t *testing.T) {
@@ -136,9 +142,9 @@ func TestLimiter_DeadlineFailsFast(t *testing.T) {
 	ctx2, cancel2 := context.WithDeadline(context.Background(), clock.Now().Add(2*time.Minute))
 	defer cancel2()
 	done := start(ctx2, l, 10)
-	eventually(t, "timer", func() bool { return clock.Pending() == 1 })
+	poll.Until(t, 5*time.Second, "timer", func() bool { return clock.Pending() == 1 })
 	clock.Advance(time.Minute)
-	eventually(t, "admission", func() bool { err, ok := returned(done); return ok && err == nil })
+	poll.Until(t, 5*time.Second, "admission", func() bool { err, ok := returned(done); return ok && err == nil })
 	if s := l.Stats(); s.GaveUp != 1 {
 		t.Errorf("GaveUp = %d, want 1", s.GaveUp)
 	}
@@ -152,7 +158,7 @@ func TestLimiter_DeadlineCountsTheQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	ahead := start(ctx, l, 1000) // admitted at 60 s at the earliest
-	eventually(t, "queued", func() bool { return l.Stats().Waited == 1 })
+	poll.Until(t, 5*time.Second, "queued", func() bool { return l.Stats().Waited == 1 })
 	// 90 s would be enough alone, but not behind the request ahead.
 	dctx, cancel := context.WithDeadline(ctx, clock.Now().Add(90*time.Second))
 	defer cancel()
@@ -160,7 +166,7 @@ func TestLimiter_DeadlineCountsTheQueue(t *testing.T) {
 		t.Errorf("Wait behind a full window = %v, want ErrDeadline", err)
 	}
 	clock.Advance(time.Minute)
-	eventually(t, "ahead admitted", func() bool { _, ok := returned(ahead); return ok })
+	poll.Until(t, 5*time.Second, "ahead admitted", func() bool { _, ok := returned(ahead); return ok })
 }
 
 func TestLimiter_CancelLetsTheNextGo(t *testing.T) {
@@ -172,20 +178,20 @@ func TestLimiter_CancelLetsTheNextGo(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	first := start(cctx, l, 1000)
-	eventually(t, "first queued", func() bool { return l.Stats().Waited == 1 })
+	poll.Until(t, 5*time.Second, "first queued", func() bool { return l.Stats().Waited == 1 })
 	second := start(ctx, l, 10)
-	eventually(t, "second queued", func() bool { return l.Stats().Waited == 2 })
+	poll.Until(t, 5*time.Second, "second queued", func() bool { return l.Stats().Waited == 2 })
 	cancel()
-	eventually(t, "first gives up", func() bool {
+	poll.Until(t, 5*time.Second, "first gives up", func() bool {
 		err, ok := returned(first)
 		if ok && (!errors.Is(err, context.Canceled) || outcome.Of(err) != outcome.Transient) {
 			t.Fatalf("cancelled Wait = %v, want transient context.Canceled", err)
 		}
 		return ok
 	})
-	eventually(t, "second becomes head", func() bool { return clock.Pending() >= 1 })
+	poll.Until(t, 5*time.Second, "second becomes head", func() bool { return clock.Pending() >= 1 })
 	clock.Advance(time.Minute)
-	eventually(t, "second admitted", func() bool { err, ok := returned(second); return ok && err == nil })
+	poll.Until(t, 5*time.Second, "second admitted", func() bool { err, ok := returned(second); return ok && err == nil })
 }
 
 func TestLimiter_Unlimited(t *testing.T) {

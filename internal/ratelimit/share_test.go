@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offpath/offpath/internal/poll"
 	"github.com/offpath/offpath/internal/ratelimit"
 )
 
@@ -58,7 +59,7 @@ func TestLimiter_ResizeDownWaitsForTheWindow(t *testing.T) {
 	admit(t, l, 600)
 	l.Resize(ratelimit.Limits{TPM: 500})
 	done := start(context.Background(), l, 100)
-	eventually(t, "the waiter's timer", func() bool { return clock.Pending() == 1 })
+	poll.Until(t, 5*time.Second, "the waiter's timer", func() bool { return clock.Pending() == 1 })
 	if _, ok := returned(done); ok {
 		t.Fatal("admitted above the lowered limit")
 	}
@@ -75,9 +76,9 @@ func TestLimiter_Suspend(t *testing.T) {
 	l, clock := newLimiter(t, ratelimit.Limits{TPM: 1000}, -1)
 	l.Suspend(clock.Now().Add(5 * time.Second))
 	done := start(context.Background(), l, 10)
-	eventually(t, "the waiter's timer", func() bool { return clock.Pending() == 1 })
+	poll.Until(t, 5*time.Second, "the waiter's timer", func() bool { return clock.Pending() == 1 })
 	clock.Advance(5 * time.Second) // past the expected end, still suspended
-	eventually(t, "the waiter's next look", func() bool { return clock.Pending() == 1 })
+	poll.Until(t, 5*time.Second, "the waiter's next look", func() bool { return clock.Pending() == 1 })
 	if _, ok := returned(done); ok {
 		t.Fatal("admitted while suspended")
 	}
@@ -114,7 +115,7 @@ func TestLimiter_Observe(t *testing.T) {
 				}
 				return
 			}
-			eventually(t, "the waiter's timer", func() bool { return clock.Pending() == 1 })
+			poll.Until(t, 5*time.Second, "the waiter's timer", func() bool { return clock.Pending() == 1 })
 			clock.Advance(tt.hold - time.Millisecond)
 			if _, ok := returned(done); ok {
 				t.Fatal("admitted before the pause ended")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/offpath/offpath/internal/poll"
 	"github.com/offpath/offpath/internal/ratelimit"
 	"github.com/offpath/offpath/internal/ratelimit/ratelimittest"
 	"github.com/offpath/offpath/internal/tablestore"
@@ -361,18 +362,6 @@ func TestFleet_WithoutTheStoreTheStaticShareSaidOnce(t *testing.T) {
 	}
 }
 
-// waitFor polls cond (an event in another goroutine) for up to ten seconds.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestFleet_RunRenewsHalfAsOftenWhileSteadyAndGivesBackAtTheEnd(t *testing.T) {
 	t.Parallel()
 	clock := ratelimittest.NewManualClock(time.Now().Truncate(time.Second))
@@ -385,15 +374,15 @@ func TestFleet_RunRenewsHalfAsOftenWhileSteadyAndGivesBackAtTheEnd(t *testing.T)
 		return func() bool { return a.fleet.Stats().Saves == n && clock.Pending() == 1 }
 	}
 
-	waitFor(t, "the first renewal and its timer", saves(1))  // took the quota: a change
-	clock.Advance(ratelimit.DefaultRenew * 11 / 10)          // at most 10 s + 10% later
-	waitFor(t, "the second renewal and its timer", saves(2)) // nothing changed: steady
+	poll.Until(t, 10*time.Second, "the first renewal and its timer", saves(1))  // took the quota: a change
+	clock.Advance(ratelimit.DefaultRenew * 11 / 10)                             // at most 10 s + 10% later
+	poll.Until(t, 10*time.Second, "the second renewal and its timer", saves(2)) // nothing changed: steady
 	clock.Advance(ratelimit.DefaultRenew * 12 / 10)
 	if n := clock.Pending(); n != 1 {
 		t.Fatalf("a steady fleet renewed within 12 s (%d timers pending)", n)
 	}
-	clock.Advance(ratelimit.DefaultRenew)                   // 22 s: past 2/3 of the TTL + 10%
-	waitFor(t, "the third renewal and its timer", saves(3)) // still steady
+	clock.Advance(ratelimit.DefaultRenew)                                      // 22 s: past 2/3 of the TTL + 10%
+	poll.Until(t, 10*time.Second, "the third renewal and its timer", saves(3)) // still steady
 	cancel()
 	<-done
 	if s := a.fleet.Stats(); s.Saves != 4 {
@@ -420,7 +409,7 @@ func TestFleet_AHeavyInstanceCannotStarveALightOne(t *testing.T) {
 	light.renew(t)
 	lightCall := make(chan error, 1) // a small document's one call
 	go func() { lightCall <- light.lim.Wait(ctx, 600) }()
-	waitFor(t, "both waiting", func() bool { return heavy.lim.Stats().Queued == 1 && light.lim.Stats().Queued == 1 })
+	poll.Until(t, 10*time.Second, "both waiting", func() bool { return heavy.lim.Stats().Queued == 1 && light.lim.Stats().Queued == 1 })
 
 	// A window and a renewal later, the light instance's call has gone.
 	for elapsed := time.Duration(0); elapsed < time.Minute+ratelimit.DefaultRenew; elapsed += ratelimit.DefaultRenew / 2 {
