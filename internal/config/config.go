@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/offpath/offpath/internal/ncrontab"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -157,36 +158,12 @@ func LoadHandler(getenv func(string) string, readFile func(string) ([]byte, erro
 	return c, errors.Join(errs...)
 }
 
-// ParseTimeSpan parses a .NET TimeSpan as host.json writes it: "hh:mm:ss",
-// "d.hh:mm:ss", with optional fractional seconds; "" and "-1" mean
-// unbounded (zero).
+// ParseTimeSpan parses host.json's functionTimeout: a TimeSpan as the host
+// reads it (ncrontab.ParseTimeSpan); "" and "-1" mean unbounded (zero).
 func ParseTimeSpan(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if s == "" || s == "-1" {
 		return 0, nil
 	}
-	var days int
-	if dot := strings.IndexByte(s, '.'); dot >= 0 && dot < strings.IndexByte(s, ':') {
-		d, err := strconv.Atoi(s[:dot])
-		if err != nil {
-			return 0, fmt.Errorf("bad days in %q", s)
-		}
-		days, s = d, s[dot+1:]
-	}
-	parts := strings.Split(s, ":")
-	if len(parts) != 3 {
-		return 0, fmt.Errorf("%q is not hh:mm:ss", s)
-	}
-	h, errH := strconv.Atoi(parts[0])
-	m, errM := strconv.Atoi(parts[1])
-	sec, errS := strconv.ParseFloat(parts[2], 64)
-	if errH != nil || errM != nil || errS != nil || h < 0 || m < 0 || m > 59 || sec < 0 || sec >= 60 {
-		return 0, fmt.Errorf("%q is not hh:mm:ss", s)
-	}
-	d := time.Duration(days)*24*time.Hour + time.Duration(h)*time.Hour + time.Duration(m)*time.Minute +
-		time.Duration(sec*float64(time.Second))
-	if d <= 0 {
-		return 0, fmt.Errorf("%q is not a positive duration", s)
-	}
-	return d, nil
+	return ncrontab.ParseTimeSpan(s)
 }

@@ -267,16 +267,20 @@ func TestLoadHandler_MissingCatalog(t *testing.T) {
 
 func TestParseTimeSpan(t *testing.T) {
 	t.Parallel()
-	good := map[string]time.Duration{"00:05:00": 5 * time.Minute, "1.02:00:00": 26 * time.Hour, "00:00:00.5": 500 * time.Millisecond, "-1": 0, "": 0}
+	good := map[string]time.Duration{"00:05:00": 5 * time.Minute, "1.02:00:00": 26 * time.Hour, "00:00:00.5": 500 * time.Millisecond, "-1": 0, "": 0, "1:2": 62 * time.Minute}
 	for in, want := range good {
 		if got, err := config.ParseTimeSpan(in); err != nil || got != want {
 			t.Errorf("ParseTimeSpan(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"5m", "00:61:00", "aa:00:00", "00:00:00", "1:2"} {
+	for _, in := range []string{"5m", "00:61:00", "aa:00:00", "00:00:00", "30"} {
 		if _, err := config.ParseTimeSpan(in); err == nil {
 			t.Errorf("ParseTimeSpan(%q): no error", in)
 		}
+	}
+	// The host reads "25:00:00" as 25 days: refused, with what to write.
+	if _, err := config.ParseTimeSpan("25:00:00"); err == nil || !strings.Contains(err.Error(), "25 days") || !strings.Contains(err.Error(), "1.01:00:00") {
+		t.Errorf("ParseTimeSpan(25:00:00) = %v, want a refusal naming 25 days and 1.01:00:00", err)
 	}
 }
 

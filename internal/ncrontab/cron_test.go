@@ -137,6 +137,7 @@ func TestParse_Invalid(t *testing.T) {
 		{"31 in short months", "0 0 0 31 2,4,6,9,11 *", "day", []string{"never fire"}},
 		{"interval zero", "00:00:00", "", []string{"zero"}},
 		{"interval hours", "24:00:00", "", []string{"hours", "23"}},
+		{"interval hours the host reads as days", "25:00:00", "", []string{"25 days", "1.01:00:00 for 25 hours"}},
 		{"interval minutes", "00:60:00", "", []string{"minutes"}},
 		{"interval seconds", "00:00:61", "", []string{"seconds"}},
 		{"interval fraction", "00:00:01.12345678", "", []string{"fraction"}},

@@ -7,15 +7,25 @@ import (
 	"time"
 )
 
-// parseInterval parses the TimeSpan form "[d.]hh:mm[:ss[.fffffff]]" that the
-// host accepts (with .NET's TimeSpan.TryParse) when a schedule is not a cron
-// expression. hh is 0-23, mm and ss 0-59, the fraction up to seven digits
-// (100 ns ticks). Two forms .NET also accepts are refused: a bare number,
-// which .NET reads as days ("30" is 30 days, rarely what was meant), and a
-// negative or zero interval, which would fire without pause.
+// parseInterval parses a schedule that is a TimeSpan (see ParseTimeSpan).
 func parseInterval(expr, text string) (Schedule, error) {
-	fail := func(format string, args ...any) (Schedule, error) {
-		return Schedule{}, fmt.Errorf("schedule %q: %s; a TimeSpan looks like hh:mm:ss or d.hh:mm:ss, e.g. 00:05:00", expr, fmt.Sprintf(format, args...))
+	d, err := ParseTimeSpan(text)
+	if err != nil {
+		return Schedule{}, fmt.Errorf("schedule %q: %w", expr, err)
+	}
+	return Schedule{kind: Interval, expr: expr, every: d}, nil
+}
+
+// ParseTimeSpan parses the TimeSpan form "[d.]hh:mm[:ss[.fffffff]]" as the
+// Functions host reads it (with .NET's TimeSpan parsing) in timer schedules
+// and host.json's functionTimeout. hh is 0-23, mm and ss 0-59, the fraction
+// up to seven digits (100 ns ticks). Forms .NET reads otherwise than they
+// look are refused with a hint: hours above 23 (.NET reads "25:00:00" as
+// 25 days), a bare number (.NET reads "30" as 30 days); so is a negative or
+// zero span, which would fire without pause.
+func ParseTimeSpan(text string) (time.Duration, error) {
+	fail := func(format string, args ...any) (time.Duration, error) {
+		return 0, fmt.Errorf("%s; a TimeSpan looks like hh:mm:ss or d.hh:mm:ss, e.g. 00:05:00", fmt.Sprintf(format, args...))
 	}
 	var days int
 	clock := text
@@ -43,6 +53,10 @@ func parseInterval(expr, text string) (Schedule, error) {
 	if len(parts) < 2 || len(parts) > 3 {
 		return fail("%q is not hh:mm or hh:mm:ss", clock)
 	}
+	if h, err := number(parts[0], 10675199); err == "" && h > 23 && days == 0 {
+		return fail("hours %q: above 23, which the host reads as %d days, not %d hours; write %d.%02d:%s for %d hours",
+			parts[0], h, h, h/24, h%24, strings.Join(parts[1:], ":"), h)
+	}
 	limits := []int{23, 59, 59}
 	units := []time.Duration{time.Hour, time.Minute, time.Second}
 	names := []string{"hours", "minutes", "seconds"}
@@ -57,7 +71,7 @@ func parseInterval(expr, text string) (Schedule, error) {
 	if d <= 0 {
 		return fail("the interval is zero")
 	}
-	return Schedule{kind: Interval, expr: expr, every: d}, nil
+	return d, nil
 }
 
 // number parses a non-negative whole number no larger than max.
