@@ -141,6 +141,12 @@ func TestCLI_TenantsAndUsage(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &views); err != nil || len(views) != 1 || views[0].Total.PromptTokens != 42 {
 		t.Errorf("usage --json = %+v, %v\n%s", views, err, out)
 	}
+	// A rebuild of exact rollups corrects nothing, and the report is the same.
+	before := mustRun(t, env, "usage", "-tenant", "contoso", "-json")
+	after, stderr, code := invoke(t, env, "usage", "-tenant", "contoso", "-json", "-rebuild")
+	if code != 0 || after != before || !strings.Contains(stderr, "contoso "+m.String()+": 2 ledger rows in 2 rollups, 0 rollups corrected") {
+		t.Errorf("usage -rebuild: exit %d, stderr %q\nbefore %s\nafter  %s", code, stderr, before, after)
+	}
 	if out := mustRun(t, env, "usage", "-tenant", "acme", "-month", "2020-01"); !strings.Contains(out, "no usage") {
 		t.Errorf("empty month:\n%s", out)
 	}

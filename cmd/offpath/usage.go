@@ -11,12 +11,15 @@ import (
 )
 
 func (c *cli) usage(ctx context.Context, args []string) error {
-	fs := c.flags("usage", "[-tenant ID] [-month YYYY-MM] [-csv | -json]",
-		"Usage by path, alias and deployment, with totals and estimated cost (every tenant without -tenant; this month, UTC, without -month).")
+	fs := c.flags("usage", "[-tenant ID] [-month YYYY-MM] [-rebuild] [-csv | -json]",
+		"Usage by path, alias and deployment, with totals and estimated cost (every tenant without -tenant; this month, UTC, without -month).\n"+
+			"Reports read the month's rollups, kept with every ledger write; -rebuild first recomputes them from the ledger rows\n"+
+			"(for months written by a version that kept none) and says what it corrected.")
 	only := fs.String("tenant", "", "one tenant (default: every tenant)")
 	monthText := fs.String("month", "", "YYYY-MM (default: this month, UTC)")
 	asCSV := fs.Bool("csv", false, "print CSV")
 	asJSON := fs.Bool("json", false, "print JSON")
+	rebuild := fs.Bool("rebuild", false, "recompute the month's rollups from the ledger rows first")
 	if pos, err := c.parse(fs, args); err != nil {
 		return err
 	} else if err := none(fs, pos, " (use -tenant and -month)"); err != nil {
@@ -54,11 +57,17 @@ func (c *cli) usage(ctx context.Context, args []string) error {
 	reports := make([]ledger.Report, 0, len(list))
 	views := make([]ledger.ReportView, 0, len(list))
 	for _, t := range list {
-		entries, err := led.Month(ctx, t.ID, m)
+		if *rebuild {
+			rb, err := led.Rebuild(ctx, t.ID, m)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.errOut, "%s %s: %d ledger rows in %d rollups, %d rollups corrected\n", t.ID, m, rb.Rows, rb.Rollups, rb.Corrected)
+		}
+		r, err := led.Report(ctx, t.ID, m)
 		if err != nil {
 			return err
 		}
-		r := ledger.Summarize(t.ID, m, entries)
 		reports = append(reports, r)
 		views = append(views, r.View(t.MonthlyTokenBudget))
 	}

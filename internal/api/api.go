@@ -54,9 +54,10 @@ type Tenants interface {
 	Update(ctx context.Context, id string, change func(*tenant.Tenant) error) (tenant.Tenant, error)
 }
 
-// Usage reads the ledger (package tablestore's Ledger).
+// Usage reads the ledger's month reports (package tablestore's Ledger,
+// from the rollups kept with the rows).
 type Usage interface {
-	Month(ctx context.Context, tenantID string, m ledger.Month) ([]ledger.Entry, error)
+	Report(ctx context.Context, tenantID string, m ledger.Month) (ledger.Report, error)
 }
 
 // Options are the API's dependencies. Health and version need none of them;

@@ -31,11 +31,11 @@ func (s *Server) report(r *http.Request, p auth.Principal) (ledger.Report, tenan
 	if err != nil {
 		return ledger.Report{}, tenant.Tenant{}, err
 	}
-	entries, err := s.o.Usage.Month(ctx, id, m)
+	rep, err := s.o.Usage.Report(ctx, id, m)
 	if err != nil {
 		return ledger.Report{}, tenant.Tenant{}, err
 	}
-	return ledger.Summarize(id, m, entries), t, nil
+	return rep, t, nil
 }
 
 // scope returns whose usage the caller reads: a tenant only ever its own

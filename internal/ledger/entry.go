@@ -57,6 +57,17 @@ func (u *Usage) Add(o Usage) {
 	u.Cost += o.Cost
 }
 
+// Sub takes o from u.
+func (u *Usage) Sub(o Usage) {
+	u.PromptTokens -= o.PromptTokens
+	u.CompletionTokens -= o.CompletionTokens
+	u.CachedTokens -= o.CachedTokens
+	u.ReasoningTokens -= o.ReasoningTokens
+	u.Requests -= o.Requests
+	u.Refusals -= o.Refusals
+	u.Cost -= o.Cost
+}
+
 // Entry is one ledger row: what one attributable unit of work spent.
 type Entry struct {
 	Tenant string

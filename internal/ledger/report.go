@@ -1,10 +1,5 @@
 package ledger
 
-import (
-	"cmp"
-	"slices"
-)
-
 // Line is the usage of one path, alias and deployment in a month.
 type Line struct {
 	Path       Path
@@ -16,11 +11,9 @@ type Line struct {
 	Abandoned Usage
 }
 
-func (l *Line) add(e *Entry) {
-	l.Add(e.Usage)
-	if e.Unfinished {
-		l.Abandoned.Add(e.Usage)
-	}
+func (l *Line) add(r *Rollup) {
+	l.Add(r.Usage)
+	l.Abandoned.Add(r.Abandoned)
 }
 
 // CompletedTokens are the line's tokens spent by finished work.
@@ -41,46 +34,14 @@ type Report struct {
 	Entries int
 }
 
-// Summarize sums entries (all of one tenant and month) into a Report.
+// Summarize sums entries (all of one tenant and month) into a Report: the
+// report a full scan of the month's rows gives, which its rollups' report
+// (SummarizeRollups) must equal.
 func Summarize(tenantID string, m Month, entries []Entry) Report {
-	r := Report{Tenant: tenantID, Month: m, Entries: len(entries)}
-	type key struct {
-		path              Path
-		alias, deployment string
+	rolled := Roll(entries)
+	rollups := make([]Rollup, 0, len(rolled))
+	for _, r := range rolled {
+		rollups = append(rollups, r)
 	}
-	lines := map[key]*Line{}
-	paths := map[Path]*Line{}
-	for i := range entries {
-		e := &entries[i]
-		k := key{e.Path, e.Alias, e.Deployment}
-		l := lines[k]
-		if l == nil {
-			l = &Line{Path: e.Path, Alias: e.Alias, Deployment: e.Deployment}
-			lines[k] = l
-		}
-		l.add(e)
-		p := paths[e.Path]
-		if p == nil {
-			p = &Line{Path: e.Path}
-			paths[e.Path] = p
-		}
-		p.add(e)
-		r.Total.Add(e.Usage)
-		if e.Unfinished {
-			r.Abandoned.Add(e.Usage)
-		}
-	}
-	r.Lines = make([]Line, 0, len(lines))
-	for _, l := range lines {
-		r.Lines = append(r.Lines, *l)
-	}
-	slices.SortFunc(r.Lines, func(a, b Line) int {
-		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Alias, b.Alias), cmp.Compare(a.Deployment, b.Deployment))
-	})
-	r.Paths = make([]Line, 0, len(paths))
-	for _, p := range paths {
-		r.Paths = append(r.Paths, *p)
-	}
-	slices.SortFunc(r.Paths, func(a, b Line) int { return cmp.Compare(a.Path, b.Path) })
-	return r
+	return SummarizeRollups(tenantID, m, rollups)
 }

@@ -26,7 +26,10 @@
 //	offpathledger   PartitionKey "<tenant id>|<YYYY-MM>", so that a tenant's
 //	                month is one partition query; RowKey the entry's
 //	                deterministic key (ledger.Entry.Key), so that writing
-//	                the same unit again replaces its row.
+//	                the same unit again replaces its row. The month's
+//	                rollups share its partition, RowKey
+//	                "~u|<day>|<path>|<alias>|<deployment>", written in the
+//	                same transactions as the rows (see rollups.go).
 //	offpathbatchjobs batch jobs, idempotency keys and the poller's index
 //	                (see DefaultJobsTable); offpathdocuments the queue
 //	                path's document statuses (see documents.go).

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/offpath/offpath/internal/catalog"
@@ -34,13 +33,13 @@ type LedgerOptions struct {
 	Table string
 	// Now stamps entries' Recorded time (default time.Now).
 	Now func() time.Time
-	// Parallel is how many transactions RecordBatch keeps in flight
-	// (default 1: the transactions of one tenant-month share a partition,
-	// which serves them one at a time anyway).
+	// Parallel is how many partitions (tenant-months) RecordBatch writes
+	// at once (default 1); the transactions of one partition go one after
+	// the other, as they move the same rollups.
 	Parallel int
 	// Metrics, when set, receives every write's change to the ledger's
-	// tokens, after the write: each write then first reads the rows it
-	// replaces. A writer that dies between its write and the emit, or a
+	// tokens (the rows it replaces are read anyway, for the rollups),
+	// after the write. A writer that dies between its write and the emit, or a
 	// write that committed but whose reply was lost, loses that sample
 	// (the ledger keeps the tokens).
 	Metrics ledger.Metrics
@@ -58,7 +57,8 @@ func NewLedger(svc *aztables.ServiceClient, o LedgerOptions) *Ledger {
 func Partition(tenantID string, m ledger.Month) string { return tenantID + "|" + m.String() }
 
 // Record writes one entry, replacing the row of the same unit if there is
-// one. An error means the entry may not be stored: retry it.
+// one, with the month's rollups in the same transaction. An error means
+// the entry may not be stored: retry it.
 func (l *Ledger) Record(ctx context.Context, e ledger.Entry) error {
 	if err := e.Validate(); err != nil {
 		return err
@@ -66,21 +66,13 @@ func (l *Ledger) Record(ctx context.Context, e ledger.Entry) error {
 	if err := l.t.ensure(ctx); err != nil {
 		return err
 	}
-	sample, changed, err := l.delta(ctx, &e)
-	if err != nil {
-		return err
-	}
-	b, err := json.Marshal(toLedgerEntity(e, l.now()))
-	if err != nil {
-		return fmt.Errorf("encode ledger entry: %w", err)
-	}
-	if _, err := l.t.client.UpsertEntity(ctx, b, &aztables.UpsertEntityOptions{UpdateMode: aztables.UpdateModeReplace}); err != nil {
-		return fmt.Errorf("record ledger entry %s %s: %w", Partition(e.Tenant, e.Month), e.Key(), err)
-	}
-	if changed {
-		l.emit(ctx, []ledger.Sample{sample})
-	}
-	return nil
+	return l.commit(ctx, e.Tenant, e.Month, []change{l.replace(e, l.now())})
+}
+
+// replace is the change that writes e, stamped at.
+func (l *Ledger) replace(e ledger.Entry, at time.Time) change {
+	e.Recorded = at.UTC()
+	return change{key: e.Key(), next: func(*ledger.Entry) *ledger.Entry { return &e }}
 }
 
 // Abandon marks the rows of entries (found by their keys; their usage is
@@ -88,15 +80,17 @@ func (l *Ledger) Record(ctx context.Context, e ledger.Entry) error {
 // as it is. A row that does not exist is skipped: that attempt spent
 // nothing.
 func (l *Ledger) Abandon(ctx context.Context, entries []ledger.Entry) error {
+	mark := func(prev *ledger.Entry) *ledger.Entry {
+		if prev == nil || prev.Unfinished {
+			return nil
+		}
+		next := *prev
+		next.Unfinished = true
+		return &next
+	}
 	for i := range entries {
 		e := &entries[i]
-		b, err := json.Marshal(map[string]any{"PartitionKey": Partition(e.Tenant, e.Month), "RowKey": e.Key(), "Unfinished": true})
-		if err != nil {
-			return fmt.Errorf("encode ledger mark: %w", err)
-		}
-		etag := azcore.ETagAny
-		_, err = l.t.client.UpdateEntity(ctx, b, &aztables.UpdateEntityOptions{IfMatch: &etag, UpdateMode: aztables.UpdateModeMerge})
-		if err != nil && !isNotFound(err) {
+		if err := l.commit(ctx, e.Tenant, e.Month, []change{{key: e.Key(), next: mark}}); err != nil {
 			return fmt.Errorf("mark ledger entry %s %s abandoned: %w", Partition(e.Tenant, e.Month), e.Key(), err)
 		}
 	}
@@ -104,10 +98,11 @@ func (l *Ledger) Abandon(ctx context.Context, entries []ledger.Entry) error {
 }
 
 // RecordBatch writes many entries with as few requests as Table Storage
-// allows: one transaction per partition and 100 entries. Entries of the
-// same unit in one call collapse to the last. Each transaction is atomic;
-// on error some transactions may have been written and others not, and
-// calling RecordBatch again with the same entries is always safe.
+// allows: per partition, transactions of up to 100 rows, the rollups they
+// move included. Entries of the same unit in one call collapse to the
+// last. Each transaction is atomic; on error some transactions may have
+// been written and others not, and calling RecordBatch again with the same
+// entries is always safe.
 func (l *Ledger) RecordBatch(ctx context.Context, entries []ledger.Entry) error {
 	var errs []error
 	for i := range entries {
@@ -128,71 +123,44 @@ func (l *Ledger) RecordBatch(ctx context.Context, entries []ledger.Entry) error 
 	// Group by partition, keeping first-seen order; the last write of a
 	// unit wins, as it would with one call per entry.
 	type group struct {
+		tenant  string
+		month   ledger.Month
 		order   []string
-		rows    map[string][]byte
-		entries map[string]*ledger.Entry
+		changes map[string]change
 	}
 	groups := map[string]*group{}
 	var partitions []string
 	for i := range entries {
-		e := &entries[i]
+		e := entries[i]
 		pk := Partition(e.Tenant, e.Month)
 		g := groups[pk]
 		if g == nil {
-			g = &group{rows: map[string][]byte{}, entries: map[string]*ledger.Entry{}}
+			g = &group{tenant: e.Tenant, month: e.Month, changes: map[string]change{}}
 			groups[pk] = g
 			partitions = append(partitions, pk)
 		}
-		b, err := json.Marshal(toLedgerEntity(*e, now))
-		if err != nil {
-			return fmt.Errorf("encode ledger entry: %w", err)
+		c := l.replace(e, now)
+		if _, seen := g.changes[c.key]; !seen {
+			g.order = append(g.order, c.key)
 		}
-		rk := e.Key()
-		if _, seen := g.rows[rk]; !seen {
-			g.order = append(g.order, rk)
-		}
-		g.rows[rk], g.entries[rk] = b, e
+		g.changes[c.key] = c
 	}
-	var chunks [][]aztables.TransactionAction
-	var chunkPartition []string
-	var chunkSamples [][]ledger.Sample
-	for _, pk := range partitions {
-		g := groups[pk]
-		for start := 0; start < len(g.order); start += MaxTransaction {
-			keys := g.order[start:min(start+MaxTransaction, len(g.order))]
-			actions := make([]aztables.TransactionAction, len(keys))
-			var samples []ledger.Sample
-			for i, rk := range keys {
-				actions[i] = aztables.TransactionAction{ActionType: aztables.TransactionTypeInsertReplace, Entity: g.rows[rk]}
-				s, changed, err := l.delta(ctx, g.entries[rk])
-				if err != nil {
-					return err
-				}
-				if changed {
-					samples = append(samples, s)
-				}
-			}
-			chunks = append(chunks, actions)
-			chunkPartition = append(chunkPartition, pk)
-			chunkSamples = append(chunkSamples, samples)
-		}
-	}
-	// A few transactions in flight at once: each is atomic on its own, and
-	// they touch disjoint rows.
-	errs = make([]error, len(chunks))
+	// Partitions in parallel; within one, transactions one after the other
+	// (they move the same rollups).
+	errs = make([]error, len(partitions))
 	sem := make(chan struct{}, l.parallel)
 	var wg sync.WaitGroup
-	for i, actions := range chunks {
+	for i, pk := range partitions {
 		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if _, err := l.t.client.SubmitTransaction(ctx, actions, nil); err != nil {
-				errs[i] = fmt.Errorf("record %d ledger entries in %s: %w", len(actions), chunkPartition[i], err)
-				return
+		wg.Go(func() {
+			defer func() { <-sem }()
+			g := groups[pk]
+			changes := make([]change, len(g.order))
+			for j, k := range g.order {
+				changes[j] = g.changes[k]
 			}
-			l.emit(ctx, chunkSamples[i])
-		}()
+			errs[i] = l.commit(ctx, g.tenant, g.month, changes)
+		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -210,16 +178,14 @@ func (l *Ledger) Month(ctx context.Context, tenantID string, m ledger.Month) ([]
 	return out, err
 }
 
-// Totals sums a tenant's month, reading only the counters.
+// Totals sums a tenant's month from its rollups.
 func (l *Ledger) Totals(ctx context.Context, tenantID string, m ledger.Month) (ledger.Usage, error) {
-	sel := "PromptTokens,CompletionTokens,CachedTokens,ReasoningTokens,Requests,Refusals,CostNanoUSD"
-	var u ledger.Usage
-	err := l.scan(ctx, tenantID, m, &sel, func(e *ledgerEntity) { u.Add(e.usage()) })
-	return u, err
+	r, err := l.Report(ctx, tenantID, m)
+	return r.Total, err
 }
 
 func (l *Ledger) scan(ctx context.Context, tenantID string, m ledger.Month, sel *string, each func(*ledgerEntity)) error {
-	filter := "PartitionKey eq " + quote(Partition(tenantID, m))
+	filter := "PartitionKey eq " + quote(Partition(tenantID, m)) + " and RowKey lt " + quote(ledgerRowEnd)
 	pager := l.t.client.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter, Select: sel})
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
@@ -257,8 +223,8 @@ type ledgerEntity struct {
 	RecordedType string     `json:"Recorded@odata.type,omitempty"`
 }
 
-func toLedgerEntity(e ledger.Entry, now time.Time) ledgerEntity {
-	rec := now.UTC()
+func toLedgerEntity(e ledger.Entry) ledgerEntity {
+	rec := e.Recorded.UTC()
 	return ledgerEntity{
 		PartitionKey: Partition(e.Tenant, e.Month), RowKey: e.Key(),
 		Tenant: e.Tenant, Month: e.Month.String(), Path: string(e.Path), Unit: e.Unit, Alias: e.Alias, Deployment: e.Deployment,
