@@ -169,7 +169,7 @@ func (l *Ledger) RecordBatch(ctx context.Context, entries []ledger.Entry) error 
 // Month returns every entry of a tenant's month: one partition query.
 func (l *Ledger) Month(ctx context.Context, tenantID string, m ledger.Month) ([]ledger.Entry, error) {
 	var out []ledger.Entry
-	err := l.scan(ctx, tenantID, m, nil, func(e *ledgerEntity) {
+	err := l.scan(ctx, tenantID, m, func(e *ledgerEntity) {
 		out = append(out, e.entry(tenantID, m))
 	})
 	if out == nil {
@@ -184,9 +184,9 @@ func (l *Ledger) Totals(ctx context.Context, tenantID string, m ledger.Month) (l
 	return r.Total, err
 }
 
-func (l *Ledger) scan(ctx context.Context, tenantID string, m ledger.Month, sel *string, each func(*ledgerEntity)) error {
+func (l *Ledger) scan(ctx context.Context, tenantID string, m ledger.Month, each func(*ledgerEntity)) error {
 	filter := "PartitionKey eq " + quote(Partition(tenantID, m)) + " and RowKey lt " + quote(ledgerRowEnd)
-	pager := l.t.client.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter, Select: sel})
+	pager := l.t.client.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter})
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
