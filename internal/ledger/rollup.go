@@ -76,17 +76,13 @@ func RollDelta(prev, next *Entry) map[RollupKey]Rollup {
 	d := map[RollupKey]Rollup{}
 	if prev != nil {
 		s := prev.Share()
-		r := d[s.RollupKey]
-		r.RollupKey = s.RollupKey
-		r.Sub(s)
-		d[s.RollupKey] = r
+		var neg Rollup
+		neg.Sub(s)
+		neg.RollupKey = s.RollupKey
+		fold(d, neg)
 	}
 	if next != nil {
-		s := next.Share()
-		r := d[s.RollupKey]
-		r.RollupKey = s.RollupKey
-		r.Add(s)
-		d[s.RollupKey] = r
+		fold(d, next.Share())
 	}
 	for k, r := range d {
 		if r.IsZero() {
@@ -101,13 +97,17 @@ func RollDelta(prev, next *Entry) map[RollupKey]Rollup {
 func Roll(entries []Entry) map[RollupKey]Rollup {
 	out := map[RollupKey]Rollup{}
 	for i := range entries {
-		s := entries[i].Share()
-		r := out[s.RollupKey]
-		r.RollupKey = s.RollupKey
-		r.Add(s)
-		out[s.RollupKey] = r
+		fold(out, entries[i].Share())
 	}
 	return out
+}
+
+// fold adds s to the rollup of its key in m.
+func fold(m map[RollupKey]Rollup, s Rollup) {
+	r := m[s.RollupKey]
+	r.RollupKey = s.RollupKey
+	r.Add(s)
+	m[s.RollupKey] = r
 }
 
 // SummarizeRollups sums the rollups of one tenant and month into a Report;
