@@ -145,8 +145,9 @@ func (h *Host) forwardOnce(ctx context.Context, w http.ResponseWriter, r *http.R
 	return res.StatusCode, nil
 }
 
-// envelopeHTTP invokes an HTTP function in envelope mode (§3.6) and writes
-// its `res` output (§4.3). A failed invocation is a 500 to the caller.
+// envelopeHTTP invokes an HTTP function in envelope mode and writes
+// its `res` output binding as the response. A failed invocation is a 500
+// to the caller.
 func (h *Host) envelopeHTTP(w http.ResponseWriter, r *http.Request, fn *Function, params map[string]*string) {
 	body, err := io.ReadAll(r.Body)
 	var tooLarge *http.MaxBytesError

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/offpath/offpath/internal/ratelimit"
 )
 
 // Defaults of Inputs.
@@ -112,8 +114,9 @@ func Compute(in Inputs) (Plan, error) {
 	perMessage := float64(in.CallsPerDocument) * in.LatencySeconds
 	p.MessageCount = max(int(math.Floor(float64(p.MaxConcurrentCalls)*in.DrainSeconds/perMessage)), p.MaxConcurrentCalls)
 
-	p.TPMPerInstance = int(math.Floor(share * float64(in.TPM) / float64(p.MaxReplicaCount)))
-	p.RPMPerInstance = int(math.Floor(share * float64(in.RPM) / float64(p.MaxReplicaCount)))
+	budget := ratelimit.PerInstance(ratelimit.Limits{TPM: int64(math.Floor(share * float64(in.TPM))), RPM: int64(math.Floor(share * float64(in.RPM)))},
+		p.MaxReplicaCount)
+	p.TPMPerInstance, p.RPMPerInstance = int(budget.TPM), int(budget.RPM)
 	return p, nil
 }
 

@@ -166,3 +166,18 @@ func TestQuota(t *testing.T) {
 		t.Errorf(`Quota("nope") error = %v`, err)
 	}
 }
+
+// TestCompute_ShareNeverRoundsToZero: a small RPM divided among more
+// instances than it has requests per minute still gives each instance one
+// (ratelimit.PerInstance, the formula the handler's limiter uses): a
+// budget of 0 would mean "no limit" to the limiter.
+func TestCompute_ShareNeverRoundsToZero(t *testing.T) {
+	t.Parallel()
+	p, err := sizing.Compute(sizing.Inputs{TPM: 1_000_000, RPM: 6, TokensPerDocument: 100, CallsPerDocument: 1, LatencySeconds: 1, MinInstanceCap: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.MaxReplicaCount <= 6 || p.RPMPerInstance != 1 || p.TPMPerInstance != 1_000_000*8/10/p.MaxReplicaCount {
+		t.Errorf("plan %+v: want more than 6 replicas, each with 1 RPM and the TPM share", p)
+	}
+}
