@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/offpath/offpath/internal/tokenmetrics"
-	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
@@ -25,12 +24,6 @@ import (
 	"github.com/offpath/offpath/internal/tablestore"
 	"github.com/offpath/offpath/internal/webhook"
 )
-
-// devBlobStorage is what "UseDevelopmentStorage=true" means for blobs:
-// Azurite's well-known account on its default blob port.
-const devBlobStorage = "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;" +
-	"AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;" +
-	"BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;"
 
 // batchPath is the batch side of the handler: the control plane and the
 // scheduled work that goes through it.
@@ -114,12 +107,8 @@ func newBatch(cfg config.Handler, t tenancy, logger zerolog.Logger) (*batchPath,
 // blobClient reaches the storage account's blobs the way the tables are
 // reached: by connection string, or by URL with the managed identity.
 func blobClient(cfg config.Handler) (*azblob.Client, error) {
-	cs := cfg.Storage.ConnectionString
-	if cs != "" {
-		if strings.EqualFold(strings.TrimRight(strings.TrimSpace(cs), ";"), "UseDevelopmentStorage=true") {
-			cs = devBlobStorage
-		}
-		c, err := azblob.NewClientFromConnectionString(cs, nil)
+	if cs := cfg.Storage.ConnectionString; cs != "" {
+		c, err := azblob.NewClientFromConnectionString(tablestore.ExpandDevelopmentStorage(cs), nil)
 		if err != nil {
 			// The SDK's message may quote the connection string.
 			return nil, fmt.Errorf("%s: the storage connection string is malformed", cfg.Storage.Setting)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/rs/zerolog"
@@ -150,10 +149,7 @@ func newModels(a *config.AOAI, chat string, leases ratelimit.LeaseStore, logger 
 // by connection string, or by URL with the managed identity.
 func ingestBlobClient(cfg config.Handler) (*azblob.Client, error) {
 	if cs := cfg.Storage.ConnectionString; cs != "" {
-		if strings.EqualFold(strings.TrimRight(strings.TrimSpace(cs), ";"), "UseDevelopmentStorage=true") {
-			cs = devBlobStorage
-		}
-		c, err := azblob.NewClientFromConnectionString(cs, nil)
+		c, err := azblob.NewClientFromConnectionString(tablestore.ExpandDevelopmentStorage(cs), nil)
 		if err != nil {
 			return nil, fmt.Errorf("%s: the storage connection string is malformed", cfg.Storage.Setting)
 		}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/offpath/offpath/internal/devhost"
 	"github.com/offpath/offpath/internal/sbemu"
+	"github.com/offpath/offpath/internal/tablestore"
 )
 
 func main() {
@@ -38,12 +39,6 @@ func main() {
 		os.Exit(1)
 	}
 }
-
-// developmentStorage is what UseDevelopmentStorage=true stands for.
-const developmentStorage = "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;" +
-	"AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;" +
-	"BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;QueueEndpoint=http://127.0.0.1:10001/devstoreaccount1;" +
-	"TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;"
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("devhost", flag.ContinueOnError)
@@ -81,9 +76,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if conn == "" {
 		conn = app.Settings["AzureWebJobsStorage"]
 	}
-	if conn == "" || strings.EqualFold(strings.TrimSpace(conn), "UseDevelopmentStorage=true") {
-		conn = developmentStorage
+	if conn == "" {
+		conn = "UseDevelopmentStorage=true"
 	}
+	conn = tablestore.ExpandDevelopmentStorage(conn)
 	blobs, err := azblob.NewClientFromConnectionString(conn, nil)
 	if err != nil {
 		return fmt.Errorf("blob client: %w", err)

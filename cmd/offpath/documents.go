@@ -328,22 +328,12 @@ func (c *cli) blobClient(blobURL string) (*azblob.Client, error) {
 	if conn.ConnectionString == "" {
 		return nil, usagef("with -table-url, pass -blob-url too")
 	}
-	cs := conn.ConnectionString
-	if strings.EqualFold(strings.TrimRight(strings.TrimSpace(cs), ";"), "UseDevelopmentStorage=true") {
-		cs = azuriteBlobs
-	}
-	b, err := azblob.NewClientFromConnectionString(cs, nil)
+	b, err := azblob.NewClientFromConnectionString(tablestore.ExpandDevelopmentStorage(conn.ConnectionString), nil)
 	if err != nil {
 		return nil, errors.New("blob client: the storage connection string is malformed")
 	}
 	return b, nil
 }
-
-// azuriteBlobs is what "UseDevelopmentStorage=true" means for blobs:
-// Azurite's well-known account on its default blob port.
-const azuriteBlobs = "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;" +
-	"AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;" +
-	"BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;"
 
 // sender puts a message on a Service Bus queue.
 type sender interface {

@@ -28,20 +28,28 @@ type Connection struct {
 }
 
 // DevelopmentStorage is what "UseDevelopmentStorage=true" means: Azurite's
-// well-known account on its default table port.
+// well-known account on its default blob, queue and table ports.
 const DevelopmentStorage = "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;" +
 	"AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;" +
+	"BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;QueueEndpoint=http://127.0.0.1:10001/devstoreaccount1;" +
 	"TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;"
+
+// ExpandDevelopmentStorage returns DevelopmentStorage for the shorthand
+// "UseDevelopmentStorage=true" (any case, spaces and a trailing ";"
+// allowed), and any other connection string as it is: the one place the
+// storage clients (tables, blobs, queues) learn what the shorthand means.
+func ExpandDevelopmentStorage(cs string) string {
+	if strings.EqualFold(strings.TrimRight(strings.TrimSpace(cs), ";"), "UseDevelopmentStorage=true") {
+		return DevelopmentStorage
+	}
+	return cs
+}
 
 // NewServiceClient returns a table service client for c. It does no I/O.
 func NewServiceClient(c Connection) (*aztables.ServiceClient, error) {
 	switch {
 	case c.ConnectionString != "":
-		cs := c.ConnectionString
-		if strings.EqualFold(strings.TrimRight(strings.TrimSpace(cs), ";"), "UseDevelopmentStorage=true") {
-			cs = DevelopmentStorage
-		}
-		s, err := aztables.NewServiceClientFromConnectionString(cs, nil)
+		s, err := aztables.NewServiceClientFromConnectionString(ExpandDevelopmentStorage(c.ConnectionString), nil)
 		if err != nil {
 			// The SDK's message may quote the connection string: never pass it on.
 			return nil, errors.New("table service client: the storage connection string is malformed")
