@@ -81,8 +81,11 @@ type jobView struct {
 		Refusals         int64       `json:"refusals"`
 		Cost             json.Number `json:"estimated_cost_usd"`
 	} `json:"usage"`
-	// Decoding is case-insensitive: "Total" and "total" both read.
-	RequestCounts struct{ Total, Completed, Failed int64 } `json:"request_counts"`
+	RequestCounts struct {
+		Total     int64 `json:"total"`
+		Completed int64 `json:"completed"`
+		Failed    int64 `json:"failed"`
+	} `json:"request_counts"`
 }
 
 // progress is the job's state, with Azure's status and counts once a part

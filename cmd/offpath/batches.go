@@ -70,8 +70,7 @@ type jobPart struct {
 	} `json:"errors"`
 }
 
-// requestCounts are Azure's counts (decoding is case-insensitive, so both
-// "Total" and "total" read).
+// requestCounts are Azure's counts.
 type requestCounts struct {
 	Total     int64 `json:"total"`
 	Completed int64 `json:"completed"`

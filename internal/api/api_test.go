@@ -63,3 +63,47 @@ func cut(s string) (string, string, bool) {
 	}
 	return s, "", false
 }
+
+// TestServer_MethodsAndUnknownRoutes: OPTIONS answers 204 with the
+// route's methods; a method a route does not serve is 405 with them and
+// the error shape; a path that is no route is 404 with the error shape,
+// whatever the method.
+func TestServer_MethodsAndUnknownRoutes(t *testing.T) {
+	t.Parallel()
+	s := api.New(api.Options{Build: api.Build{Version: "1.2.3", Go: "go1.26"}, Started: time.Now()})
+	tests := []struct {
+		method, path string
+		want         int
+		allow, code  string
+	}{
+		{http.MethodOptions, "/api/v1/health", http.StatusNoContent, "GET, OPTIONS", ""},
+		{http.MethodOptions, "/api/v1/tenants/acme", http.StatusNoContent, "GET, PATCH, OPTIONS", ""},
+		{http.MethodOptions, "/api/v1/tenants/acme/webhook", http.StatusNoContent, "GET, PUT, DELETE, OPTIONS", ""},
+		{http.MethodOptions, "/api/v1/batches", http.StatusNoContent, "GET, POST, OPTIONS", ""},
+		{http.MethodDelete, "/api/v1/batches/b1", http.StatusMethodNotAllowed, "GET, OPTIONS", "method_not_allowed"},
+		{http.MethodPut, "/api/v1/usage", http.StatusMethodNotAllowed, "GET, OPTIONS", "method_not_allowed"},
+		{"BREW", "/api/v1/version", http.StatusMethodNotAllowed, "GET, OPTIONS", "method_not_allowed"},
+		{http.MethodOptions, "/api/v1/nope", http.StatusNotFound, "", "not_found"},
+		{http.MethodDelete, "/api/v2/tenants", http.StatusNotFound, "", "not_found"},
+		{http.MethodGet, "/api/v1/tenants/a/b/c/d", http.StatusNotFound, "", "not_found"},
+	}
+	for _, tt := range tests {
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, httptest.NewRequest(tt.method, tt.path, nil))
+		if rec.Code != tt.want || rec.Header().Get("Allow") != tt.allow {
+			t.Errorf("%s %s: %d Allow %q, want %d Allow %q", tt.method, tt.path, rec.Code, rec.Header().Get("Allow"), tt.want, tt.allow)
+			continue
+		}
+		if tt.code == "" {
+			if rec.Body.Len() != 0 {
+				t.Errorf("%s %s: a body %q, want none", tt.method, tt.path, rec.Body)
+			}
+			continue
+		}
+		var body map[string]any
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || field(body, "error.code") != tt.code ||
+			rec.Header().Get("Content-Type") != "application/json; charset=utf-8" {
+			t.Errorf("%s %s: %s %q, want error.code %q (%v)", tt.method, tt.path, rec.Header().Get("Content-Type"), rec.Body, tt.code, err)
+		}
+	}
+}

@@ -400,6 +400,10 @@ func TestBatches_ThroughTheAPI(t *testing.T) {
 			if u["prompt_tokens"].(float64) <= 0 || r.json["final"] != "completed" || r.json["outcomes"].(map[string]any)["ok"].(float64) != 6 {
 				t.Errorf("harvested job: %s", r.body)
 			}
+			// Azure's counts in Azure's (and the rest of the API's) snake_case.
+			if !bytes.Contains(r.body, []byte(`"request_counts":{"total":6,"completed":6,"failed":0}`)) {
+				t.Errorf("request_counts not in snake_case: %s", r.body)
+			}
 			break
 		}
 		if time.Now().After(deadline) {

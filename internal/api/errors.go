@@ -72,7 +72,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// methods routes by method and answers anything else 405 with Allow.
+// methods routes by method. OPTIONS answers 204 with Allow; any other
+// method it does not list is 405 with Allow, in the API's error shape.
 type methods map[string]http.HandlerFunc
 
 func (m methods) serve(w http.ResponseWriter, r *http.Request) {
@@ -80,14 +81,18 @@ func (m methods) serve(w http.ResponseWriter, r *http.Request) {
 		h(w, r)
 		return
 	}
-	allow := make([]string, 0, len(m))
+	var allow []string
 	for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 		if _, ok := m[method]; ok {
 			allow = append(allow, method)
 		}
 	}
-	w.Header().Set("Allow", strings.Join(allow, ", "))
-	writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed here; use "+strings.Join(allow, " or "))
+	w.Header().Set("Allow", strings.Join(append(allow, http.MethodOptions), ", "))
+	if r.Method == http.MethodOptions {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", clip(r.Method)+" is not allowed here; use "+strings.Join(allow, " or "))
 }
 
 // clip keeps hostile input short when a message quotes it.

@@ -80,9 +80,13 @@ type BatchError struct {
 	Line    int64
 }
 
-// RequestCounts are the batch's line counts; zero while validating.
+// RequestCounts are the batch's line counts; zero while validating. In
+// JSON they are Azure's request_counts members; a job stored before they
+// had tags ("Total") still reads, decoding being case-insensitive.
 type RequestCounts struct {
-	Total, Completed, Failed int64
+	Total     int64 `json:"total"`
+	Completed int64 `json:"completed"`
+	Failed    int64 `json:"failed"`
 }
 
 // Submission returns the offpath submission key in the metadata; ok is false

@@ -2,6 +2,7 @@ package batchapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -219,5 +220,18 @@ func TestConfig_Validate(t *testing.T) {
 	}
 	if err := (batchapi.Config{Endpoint: "https://r.openai.azure.com/", Credential: entraCred{}}).Validate(); err != nil {
 		t.Errorf("Validate(minimal) = %v", err)
+	}
+}
+
+// TestRequestCounts_JSON pins the counts' JSON: Azure's snake_case, and a
+// job stored while they were written capitalised still reads.
+func TestRequestCounts_JSON(t *testing.T) {
+	b, err := json.Marshal(batchapi.RequestCounts{Total: 3, Completed: 2, Failed: 1})
+	if err != nil || string(b) != `{"total":3,"completed":2,"failed":1}` {
+		t.Errorf("RequestCounts marshals to %s (%v)", b, err)
+	}
+	var old batchapi.RequestCounts
+	if err := json.Unmarshal([]byte(`{"Total":3,"Completed":2,"Failed":1}`), &old); err != nil || old != (batchapi.RequestCounts{Total: 3, Completed: 2, Failed: 1}) {
+		t.Errorf("a stored capitalised row reads as %+v (%v)", old, err)
 	}
 }

@@ -195,3 +195,34 @@ func TestHostileInput(t *testing.T) {
 		t.Errorf("refused uploads left %v (%v)", names, err)
 	}
 }
+
+// TestMethods: on both surfaces OPTIONS answers 204 with the route's
+// methods, before any credential; another method is 405 with them, in
+// OpenAI's error shape.
+func TestMethods(t *testing.T) {
+	t.Parallel()
+	door := New(Options{Auth: stubAuth{}, Tenants: stubTenants{}, Batches: refusingBatches{t}})
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		allow, code  string
+	}{
+		{"OPTIONS", "/api/openai/v1/files", 204, "GET, POST, OPTIONS", ""},
+		{"OPTIONS", "/api/openai/files/file-1?api-version=2025-04-01-preview", 204, "GET, DELETE, OPTIONS", ""},
+		{"OPTIONS", "/api/openai/v1/batches/batch_1/cancel", 204, "POST, OPTIONS", ""},
+		{"DELETE", "/api/openai/v1/batches/batch_1", 405, "GET, OPTIONS", "method_not_allowed"},
+		{"PATCH", "/api/openai/batches?api-version=2025-04-01-preview", 405, "GET, POST, OPTIONS", "method_not_allowed"},
+		{"OPTIONS", "/api/openai/v1/models", 404, "", "not_found"},
+	} {
+		rec := httptest.NewRecorder()
+		door.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, nil))
+		var e errorBody
+		if rec.Code != tc.status || rec.Header().Get("Allow") != tc.allow {
+			t.Errorf("%s %s: %d Allow %q, want %d Allow %q", tc.method, tc.path, rec.Code, rec.Header().Get("Allow"), tc.status, tc.allow)
+		} else if tc.code == "" && rec.Body.Len() != 0 {
+			t.Errorf("%s %s: a body %q, want none", tc.method, tc.path, rec.Body)
+		} else if tc.code != "" && (json.Unmarshal(rec.Body.Bytes(), &e) != nil || e.Error.Code != tc.code || e.Error.Message == "") {
+			t.Errorf("%s %s: %s, want error.code %q", tc.method, tc.path, rec.Body, tc.code)
+		}
+	}
+}

@@ -155,7 +155,8 @@ type handler func(w http.ResponseWriter, r *http.Request, t tenant.Tenant)
 
 type methods map[string]handler
 
-// guard checks the query string and the method, authenticates the caller
+// guard checks the method (OPTIONS answers 204 with Allow, another
+// method not served is 405 with Allow), the query string, authenticates the caller
 // (a tenant: batches belong to tenants), and tags the logger.
 func (s *Server) guard(classic bool, m methods) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -167,9 +168,13 @@ func (s *Server) guard(classic bool, m methods) http.HandlerFunc {
 					allow = append(allow, k)
 				}
 			}
-			w.Header().Set("Allow", strings.Join(allow, ", "))
+			w.Header().Set("Allow", strings.Join(append(allow, http.MethodOptions), ", "))
+			if r.Method == http.MethodOptions {
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
 			writeError(w, &apiError{status: http.StatusMethodNotAllowed, code: "method_not_allowed",
-				message: r.Method + " is not allowed here; use " + strings.Join(allow, " or ")})
+				message: clip(r.Method) + " is not allowed here; use " + strings.Join(allow, " or ")})
 			return
 		}
 		if len(r.URL.RawQuery) > maxQuery {
