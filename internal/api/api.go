@@ -3,7 +3,7 @@
 // handler (path prefix /api included), so the API is an ordinary
 // http.Handler with Go's routing, tested without any host in between.
 //
-// Every endpoint but health and version needs a credential (package auth).
+// Every endpoint but health, version and the OpenAPI document needs a credential (package auth).
 // A tenant sees only itself: its usage, never another's, whatever it puts in
 // the query. The admin credential manages tenants and reads any tenant's
 // usage. Errors have one shape, {"error":{"code","message"}}, and input is
@@ -100,6 +100,7 @@ type Batches interface {
 type Server struct {
 	o   Options
 	mux *http.ServeMux
+	doc openAPIDoc
 }
 
 // New returns the API.
@@ -119,7 +120,7 @@ func New(o Options) *Server {
 	if o.MaxBatchBody <= 0 {
 		o.MaxBatchBody = DefaultMaxBatchBody
 	}
-	s := &Server{o: o, mux: http.NewServeMux()}
+	s := &Server{o: o, mux: http.NewServeMux(), doc: newOpenAPIDoc()}
 	s.routes()
 	return s
 }
@@ -130,6 +131,7 @@ func New(o Options) *Server {
 func (s *Server) routes() {
 	s.mux.HandleFunc("/api/v1/health", methods{http.MethodGet: s.health}.serve)
 	s.mux.HandleFunc("/api/v1/version", methods{http.MethodGet: s.version}.serve)
+	s.mux.HandleFunc("/api/v1/openapi.json", methods{http.MethodGet: s.openAPI}.serve)
 	s.mux.HandleFunc("/api/v1/usage", methods{http.MethodGet: s.authed(s.usageJSON)}.serve)
 	s.mux.HandleFunc("/api/v1/usage/export", methods{http.MethodGet: s.authed(s.usageCSV)}.serve)
 	s.mux.HandleFunc("/api/v1/tenants", methods{

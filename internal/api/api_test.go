@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/api"
+	"github.com/offpath/offpath/internal/openapitest"
 )
 
 func TestServer_Routes(t *testing.T) {
 	t.Parallel()
-	s := api.New(api.Options{Build: api.Build{Version: "1.2.3", Go: "go1.26"}, Started: time.Now()})
+	s := openapitest.Handler(t, api.New(api.Options{Build: api.Build{Version: "1.2.3", Go: "go1.26"}, Started: time.Now()}))
 	tests := []struct {
 		method, path string
 		want         int
@@ -70,7 +71,7 @@ func cut(s string) (string, string, bool) {
 // whatever the method.
 func TestServer_MethodsAndUnknownRoutes(t *testing.T) {
 	t.Parallel()
-	s := api.New(api.Options{Build: api.Build{Version: "1.2.3", Go: "go1.26"}, Started: time.Now()})
+	s := openapitest.Handler(t, api.New(api.Options{Build: api.Build{Version: "1.2.3", Go: "go1.26"}, Started: time.Now()}))
 	tests := []struct {
 		method, path string
 		want         int
@@ -105,5 +106,45 @@ func TestServer_MethodsAndUnknownRoutes(t *testing.T) {
 			rec.Header().Get("Content-Type") != "application/json; charset=utf-8" {
 			t.Errorf("%s %s: %s %q, want error.code %q (%v)", tt.method, tt.path, rec.Header().Get("Content-Type"), rec.Body, tt.code, err)
 		}
+	}
+}
+
+// TestServer_OpenAPI: the contract is served without a credential, as the
+// JSON of the embedded document, cacheable and revalidated by its ETag.
+func TestServer_OpenAPI(t *testing.T) {
+	t.Parallel()
+	s := openapitest.Handler(t, api.New(api.Options{Started: time.Now()}))
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/openapi.json?code=function-key", nil))
+	want, err := api.OpenAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	etag := rec.Header().Get("ETag")
+	if rec.Code != http.StatusOK || rec.Body.String() != string(want) || etag == "" ||
+		rec.Header().Get("Cache-Control") != "public, max-age=3600" || rec.Header().Get("Content-Type") != "application/json; charset=utf-8" {
+		t.Fatalf("GET openapi.json: %d %v, %d bytes", rec.Code, rec.Header(), rec.Body.Len())
+	}
+	var doc struct {
+		OpenAPI string         `json:"openapi"`
+		Paths   map[string]any `json:"paths"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil || doc.OpenAPI != "3.0.3" || doc.Paths["/api/v1/openapi.json"] == nil {
+		t.Errorf("the document: openapi %q, %d paths (%v)", doc.OpenAPI, len(doc.Paths), err)
+	}
+	for _, inm := range []string{etag, `"other", ` + etag, "*"} {
+		r := httptest.NewRequest(http.MethodGet, "/api/v1/openapi.json", nil)
+		r.Header.Set("If-None-Match", inm)
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, r)
+		if rec.Code != http.StatusNotModified || rec.Body.Len() != 0 {
+			t.Errorf("If-None-Match %s: %d, %d bytes", inm, rec.Code, rec.Body.Len())
+		}
+	}
+	r := httptest.NewRequest(http.MethodGet, "/api/v1/openapi.json", nil)
+	r.Header.Set("If-None-Match", `"stale"`)
+	rec = httptest.NewRecorder()
+	if s.ServeHTTP(rec, r); rec.Code != http.StatusOK {
+		t.Errorf("a stale ETag: %d, want 200", rec.Code)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/invoke"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/openapitest"
 	"github.com/offpath/offpath/internal/tablestore"
 	"github.com/offpath/offpath/internal/tenant"
 )
@@ -111,7 +112,7 @@ func newBatchEnv(t *testing.T) *batchEnv {
 		Catalog: cat, Batches: e.svc, MaxBatchBody: 1 << 20})
 	mux := invoke.NewMux(zerolog.New(io.Discard), invoke.Options{Timeout: time.Minute})
 	mux.Forward("/api/", srv)
-	e.handler = mux
+	e.handler = openapitest.Handler(t, mux) // every exchange checked against the API's contract
 	return e
 }
 

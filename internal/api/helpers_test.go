@@ -26,6 +26,7 @@ import (
 	"github.com/offpath/offpath/internal/entra/entratest"
 	"github.com/offpath/offpath/internal/invoke"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/openapitest"
 	"github.com/offpath/offpath/internal/tablestore"
 	"github.com/offpath/offpath/internal/tenant"
 )
@@ -121,7 +122,7 @@ func newEnv(t *testing.T) *env {
 	logger := zerolog.New(e.logs).Level(zerolog.DebugLevel)
 	mux := invoke.NewMux(logger, invoke.Options{Timeout: time.Minute})
 	mux.Forward("/api/", srv)
-	e.handler = mux
+	e.handler = openapitest.Handler(t, mux) // every exchange checked against the API's contract
 
 	e.keys["contoso"] = e.create("contoso", 0, appContoso)
 	e.keys["acme"] = e.create("acme", 1_000_000, appAcme)
