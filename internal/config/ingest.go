@@ -28,6 +28,15 @@ type Ingest struct {
 	// OFFPATH_INGEST_CHUNK_OVERLAP (0: package chunk's 512 and 64).
 	ChunkTokens  int `json:"chunk_tokens,omitempty"`
 	ChunkOverlap int `json:"chunk_overlap,omitempty"`
+	// MaxDeliveryCount and HeavyMaxDeliveryCount are
+	// OFFPATH_INGEST_MAX_DELIVERY_COUNT and
+	// OFFPATH_INGEST_HEAVY_MAX_DELIVERY_COUNT (default 10, Azure's): the
+	// MaxDeliveryCount of the doc-ingest and doc-ingest-heavy queues, so
+	// that the delivery after which Service Bus dead-letters a message
+	// records its document as dead-lettered. Keep them equal to the
+	// queues' own (the infra sets both).
+	MaxDeliveryCount      int `json:"max_delivery_count"`
+	HeavyMaxDeliveryCount int `json:"heavy_max_delivery_count"`
 	// BlobServiceURL is where documents and results live when storage is
 	// reached with a managed identity (<setting>__blobServiceUri, or from
 	// __accountName); empty with a connection string.
@@ -99,10 +108,18 @@ type Limit struct {
 	RPM int64 `json:"rpm"`
 }
 
+// DefaultMaxDeliveryCount is Service Bus's default MaxDeliveryCount;
+// MaxMaxDeliveryCount the largest a queue takes.
+const (
+	DefaultMaxDeliveryCount = 10
+	MaxMaxDeliveryCount     = 2000
+)
+
 // loadIngest reads the queue path's settings.
 func (c *Handler) loadIngest(getenv func(string) string, readFile func(string) ([]byte, error)) []error {
 	var errs []error
-	in := Ingest{Alias: cmp.Or(getenv("OFFPATH_INGEST_ALIAS"), "ingest"), MaxDocumentBytes: 100 << 20, HeavyThreshold: 8 << 20}
+	in := Ingest{Alias: cmp.Or(getenv("OFFPATH_INGEST_ALIAS"), "ingest"), MaxDocumentBytes: 100 << 20, HeavyThreshold: 8 << 20,
+		MaxDeliveryCount: DefaultMaxDeliveryCount, HeavyMaxDeliveryCount: DefaultMaxDeliveryCount}
 	for _, s := range []struct {
 		name string
 		dst  *int64
@@ -124,6 +141,19 @@ func (c *Handler) loadIngest(getenv func(string) string, readFile func(string) (
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 || n > 8191 {
 				errs = append(errs, fmt.Errorf("%s %q: must be a number of tokens within 1..8191", s.name, v))
+				continue
+			}
+			*s.dst = n
+		}
+	}
+	for _, s := range []struct {
+		name string
+		dst  *int
+	}{{"OFFPATH_INGEST_MAX_DELIVERY_COUNT", &in.MaxDeliveryCount}, {"OFFPATH_INGEST_HEAVY_MAX_DELIVERY_COUNT", &in.HeavyMaxDeliveryCount}} {
+		if v := getenv(s.name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > MaxMaxDeliveryCount {
+				errs = append(errs, fmt.Errorf("%s %q: must be a delivery count within 1..%d, the queue's MaxDeliveryCount", s.name, v, MaxMaxDeliveryCount))
 				continue
 			}
 			*s.dst = n

@@ -21,7 +21,8 @@ func TestLoadHandler_Ingest(t *testing.T) {
 		wantErr []string
 	}{
 		{"defaults, no model endpoint", with(), host, func(t *testing.T, in config.Ingest) {
-			if in.Alias != "ingest" || in.MaxDocumentBytes != 100<<20 || in.HeavyThreshold != 8<<20 || in.AOAI != nil || in.Budget != 9*time.Minute {
+			if in.Alias != "ingest" || in.MaxDocumentBytes != 100<<20 || in.HeavyThreshold != 8<<20 || in.AOAI != nil || in.Budget != 9*time.Minute ||
+				in.MaxDeliveryCount != 10 || in.HeavyMaxDeliveryCount != 10 {
 				t.Errorf("got %+v", in)
 			}
 		}, nil},
@@ -33,6 +34,7 @@ func TestLoadHandler_Ingest(t *testing.T) {
 			}, nil},
 		{"everything set", with("OFFPATH_INGEST_ALIAS", "kb", "OFFPATH_INGEST_MAX_BYTES", "1000", "OFFPATH_INGEST_HEAVY_BYTES", "500",
 			"OFFPATH_INGEST_CHUNK_TOKENS", "256", "OFFPATH_INGEST_CHUNK_OVERLAP", "32",
+			"OFFPATH_INGEST_MAX_DELIVERY_COUNT", "5", "OFFPATH_INGEST_HEAVY_MAX_DELIVERY_COUNT", "8",
 			"OFFPATH_AOAI_ENDPOINT", "http://127.0.0.1:4141/", "OFFPATH_AOAI_API_KEY", "k", "OFFPATH_AOAI_MAX_ATTEMPTS", "3",
 			"OFFPATH_AOAI_BASE_BACKOFF", "100ms", "OFFPATH_AOAI_INSTANCES", "4",
 			"OFFPATH_AOAI_LIMITS", `{"gpt-4o-mini":{"tpm":400000,"rpm":2400},"emb":{"tpm":10}}`,
@@ -44,15 +46,17 @@ func TestLoadHandler_Ingest(t *testing.T) {
 					t.Errorf("shared quota: got %+v", a)
 				}
 				if in.Alias != "kb" || in.MaxDocumentBytes != 1000 || in.HeavyThreshold != 500 || in.ChunkTokens != 256 || in.ChunkOverlap != 32 || a == nil ||
+					in.MaxDeliveryCount != 5 || in.HeavyMaxDeliveryCount != 8 ||
 					a.Endpoint != "http://127.0.0.1:4141" || a.MaxAttempts != 3 || a.BaseBackoff != 100*time.Millisecond ||
 					a.Limits["gpt-4o-mini"] != (config.Limit{TPM: 100_000, RPM: 600}) || a.Limits["emb"] != (config.Limit{TPM: 2}) ||
 					a.ChatTPM != 4000 || a.ChatRPM != 24 {
 					t.Errorf("got %+v / %+v", in, a)
 				}
 			}, nil},
-		{"bad values", with("OFFPATH_INGEST_MAX_BYTES", "-1", "OFFPATH_INGEST_CHUNK_TOKENS", "9000", "OFFPATH_AOAI_ENDPOINT", "http://127.0.0.1:1",
+		{"bad values", with("OFFPATH_INGEST_MAX_BYTES", "-1", "OFFPATH_INGEST_CHUNK_TOKENS", "9000",
+			"OFFPATH_INGEST_MAX_DELIVERY_COUNT", "0", "OFFPATH_INGEST_HEAVY_MAX_DELIVERY_COUNT", "ten", "OFFPATH_AOAI_ENDPOINT", "http://127.0.0.1:1",
 			"OFFPATH_AOAI_LIMITS", "tpm=5", "OFFPATH_AOAI_MAX_ATTEMPTS", "0", "OFFPATH_AOAI_TPM_BUDGET", "lots"), host, nil,
-			[]string{"OFFPATH_INGEST_MAX_BYTES", "OFFPATH_INGEST_CHUNK_TOKENS", "OFFPATH_AOAI_LIMITS", "OFFPATH_AOAI_MAX_ATTEMPTS", "OFFPATH_AOAI_TPM_BUDGET", "OFFPATH_AOAI_API_KEY is needed"}},
+			[]string{"OFFPATH_INGEST_MAX_BYTES", "OFFPATH_INGEST_CHUNK_TOKENS", "OFFPATH_INGEST_MAX_DELIVERY_COUNT \"0\"", "OFFPATH_INGEST_HEAVY_MAX_DELIVERY_COUNT \"ten\"", "OFFPATH_AOAI_LIMITS", "OFFPATH_AOAI_MAX_ATTEMPTS", "OFFPATH_AOAI_TPM_BUDGET", "OFFPATH_AOAI_API_KEY is needed"}},
 		{"the quota kept per instance", with("OFFPATH_AOAI_ENDPOINT", "http://127.0.0.1:4141", "OFFPATH_AOAI_API_KEY", "k", "OFFPATH_AOAI_SHARED_QUOTA", "false"), host,
 			func(t *testing.T, in config.Ingest) {
 				if in.AOAI == nil || in.AOAI.SharedQuota {

@@ -15,6 +15,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -28,17 +29,22 @@ var ErrNotFound = errors.New("document status not found")
 // State is where a document is in the queue path.
 type State string
 
-// The states. Done, Refused and Rejected are final for their version:
-// only a new version of the blob, or an operator's reprocess, starts again.
+// The states. Done, Refused, Rejected and DeadLettered are final for their
+// version: only a new version of the blob, or an operator's reprocess,
+// starts again.
 const (
 	// Queued: the claim check is on its way to a process function.
 	Queued State = "queued"
 	// Processing: a process function is working on it.
 	Processing State = "processing"
 	// Retrying: the last attempt failed for an infrastructure reason (the
-	// Reason says which); Service Bus redelivers the message, and
-	// dead-letters it after MaxDeliveryCount, leaving this state behind.
+	// Reason says which); Service Bus redelivers the message.
 	Retrying State = "retrying"
+	// DeadLettered: the last delivery Service Bus allows (the queue's
+	// MaxDeliveryCount) failed too, so the message went to the dead-letter
+	// queue; the Reason is the last failure's. An operator's reprocess
+	// puts the document back on the queue path.
+	DeadLettered State = "dead_lettered"
 	// Done: the result is in the ingested container.
 	Done State = "done"
 	// Refused: a content filter declined; a result, metered, never retried.
@@ -48,7 +54,26 @@ const (
 )
 
 // Final reports whether s ends the processing of a version.
-func (s State) Final() bool { return s == Done || s == Refused || s == Rejected }
+func (s State) Final() bool {
+	return s == Done || s == Refused || s == Rejected || s == DeadLettered
+}
+
+// States lists every state, in the order a document meets them.
+var States = []State{Queued, Processing, Retrying, Done, Refused, Rejected, DeadLettered}
+
+// ParseState returns the state named s, or an error naming the valid ones.
+func ParseState(s string) (State, error) {
+	for _, st := range States {
+		if string(st) == s {
+			return st, nil
+		}
+	}
+	names := make([]string, len(States))
+	for i, st := range States {
+		names[i] = string(st)
+	}
+	return "", fmt.Errorf("state %q: want one of %s", Printable(s), strings.Join(names, ", "))
+}
 
 // Unattributed is the partition of rejections that name no valid tenant: a
 // malformed claim check, a blob outside any tenant folder. Tenant ids start
@@ -93,7 +118,8 @@ type Status struct {
 	Queue string `json:"queue,omitempty"`
 
 	State State `json:"state"`
-	// Reason explains Rejected, Refused and Retrying, without document text.
+	// Reason explains Rejected, Refused, Retrying and DeadLettered (the
+	// last failure), without document text.
 	Reason string `json:"reason,omitempty"`
 	// Deliveries is the Service Bus delivery count of the latest attempt.
 	Deliveries int `json:"deliveries,omitempty"`

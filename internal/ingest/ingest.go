@@ -33,6 +33,7 @@ const (
 	DefaultEmbedBatch       = llm.DefaultEmbedBatch
 	DefaultEmbedBatchTokens = llm.DefaultEmbedBatchToken
 	DefaultTenantTTL        = 30 * time.Second
+	DefaultMaxDeliveryCount = 10
 )
 
 // Tenants finds tenants; *tablestore.Tenants is one.
@@ -133,6 +134,12 @@ type Options struct {
 	Budget time.Duration
 	// TenantTTL is how long a tenant, once read, is trusted. Default 30 s.
 	TenantTTL time.Duration
+	// MaxDeliveryCount is each queue's MaxDeliveryCount, by queue name: a
+	// transient failure on that delivery is the last one Service Bus
+	// allows (it dead-letters the message), so the document is recorded
+	// dead-lettered rather than retrying. A queue not named has Service
+	// Bus's default, DefaultMaxDeliveryCount.
+	MaxDeliveryCount map[string]int
 	// Outcomes, if set, counts the Processor's settled deliveries.
 	Outcomes Outcomes
 	// Now is the clock. Default time.Now.
@@ -162,6 +169,11 @@ func (o *Options) defaults() error {
 	if o.EmbedBatch < 1 || o.EmbedBatchTokens < 1 || o.SummaryInputTokens < 1 || o.SummaryMaxTokens < 1 {
 		errs = append(errs, errors.New("embed batch, embed batch tokens, summary input and summary max tokens must be positive"))
 	}
+	for q, n := range o.MaxDeliveryCount {
+		if n < 1 {
+			errs = append(errs, fmt.Errorf("queue %q: max delivery count %d is below 1", q, n))
+		}
+	}
 	if _, err := chunk.New(nil, o.Chunk); err != nil {
 		errs = append(errs, err)
 	}
@@ -169,6 +181,14 @@ func (o *Options) defaults() error {
 		return fmt.Errorf("ingest: %w", err)
 	}
 	return nil
+}
+
+// maxDeliveryCount is the MaxDeliveryCount of queue.
+func (o *Options) maxDeliveryCount(queue string) int {
+	if n, ok := o.MaxDeliveryCount[queue]; ok {
+		return n
+	}
+	return DefaultMaxDeliveryCount
 }
 
 // tenantCache trusts a tenant read for a while, so a burst of documents

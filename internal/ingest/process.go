@@ -355,16 +355,24 @@ func (j *job) finishEarly(ctx context.Context, cause error) (document.Status, er
 }
 
 // retrying records a transient failure, best effort: the message is going
-// back to the queue whatever happens here.
+// back to the queue whatever happens here. On the queue's last delivery
+// Service Bus dead-letters the message instead of redelivering it, so the
+// document is recorded dead-lettered, with this failure as the reason.
 func (j *job) retrying(ctx context.Context, cause error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
+	state := document.Retrying
+	if limit := j.p.o.maxDeliveryCount(j.d.Queue); j.d.DeliveryCount >= limit {
+		state = document.DeadLettered
+		j.log.Warn().Str("reason", reason(cause)).Int("max_delivery_count", limit).
+			Msg("the last delivery failed: the message goes to the dead-letter queue")
+	}
 	_, err := j.save(ctx, func(st *document.Status) {
-		st.State, st.Reason, st.Deliveries = document.Retrying, reason(cause), j.d.DeliveryCount
+		st.State, st.Reason, st.Deliveries = state, reason(cause), j.d.DeliveryCount
 		st.Finished = j.p.o.Now().UTC()
 	})
 	if err != nil {
-		j.log.Warn().Err(err).Msg("could not record the transient failure")
+		j.log.Warn().Err(err).Str("state", string(state)).Msg("could not record the transient failure")
 	}
 }
 

@@ -367,3 +367,38 @@ func TestProcess_LongNameAndOddCharacters(t *testing.T) {
 		}
 	}
 }
+
+// TestProcess_LastDeliveryDeadLetters: a transient failure on the queue's
+// last delivery (its MaxDeliveryCount) records the document dead-lettered
+// with that failure's reason, where the earlier ones said retrying; the
+// version is then final: a stray redelivery does nothing and meters nothing.
+func TestProcess_LastDeliveryDeadLetters(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{
+		sim:    func(c *aoaisim.Config) { c.Faults = []aoaisim.FaultRule{{Route: "chat", ErrorRate: 1}} },
+		llm:    func(c *llm.Config) { c.MaxAttempts = 1 },
+		ingest: func(o *ingest.Options) { o.MaxDeliveryCount = map[string]int{"doc-ingest": 2, "doc-ingest-heavy": 8} },
+	})
+	ctx := context.Background()
+	claim := f.drop(t, "acme/a.txt", prose(3000))
+	if _, err := f.deliver(claim.Body, 1); outcome.Of(err) != outcome.Transient {
+		t.Fatalf("delivery 1: %v, want transient", err)
+	}
+	if got, _ := f.statuses.Get(ctx, "acme", "acme/a.txt"); got.State != document.Retrying {
+		t.Fatalf("after delivery 1 of 2: %+v, want retrying", got)
+	}
+	if _, err := f.deliver(claim.Body, 2); outcome.Of(err) != outcome.Transient {
+		t.Fatalf("delivery 2: %v, want transient (the host must abandon it, so Service Bus dead-letters it)", err)
+	}
+	got, _ := f.statuses.Get(ctx, "acme", "acme/a.txt")
+	if got.State != document.DeadLettered || got.Deliveries != 2 || !strings.Contains(got.Reason, "chat") || strings.Contains(got.Reason, "shelves") {
+		t.Fatalf("after the last delivery: %+v, want dead_lettered after 2 deliveries with the chat failure as reason", got)
+	}
+	rows := len(f.ledger.entries())
+	if st, err := f.deliver(claim.Body, 3); err != nil || st.State != document.DeadLettered {
+		t.Errorf("a stray redelivery: %+v, %v; want nothing done", st, err)
+	}
+	if n := len(f.ledger.entries()); n != rows {
+		t.Errorf("a stray redelivery metered: %d rows, had %d", n, rows)
+	}
+}
