@@ -26,6 +26,9 @@ import (
 // ErrNotFound: no status for that document.
 var ErrNotFound = errors.New("document status not found")
 
+// ErrBadCursor: a page cursor that no listing made.
+var ErrBadCursor = errors.New("not a cursor of a document listing")
+
 // State is where a document is in the queue path.
 type State string
 

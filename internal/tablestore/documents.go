@@ -3,13 +3,16 @@ package tablestore
 import (
 	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/offpath/offpath/internal/document"
@@ -130,6 +133,95 @@ func (s *Documents) List(ctx context.Context, partition string, limit int) ([]do
 		}
 	}
 	return out, nil
+}
+
+// Page returns up to limit statuses and the cursor of the next page ("" at
+// the end), in the table's key order (stable, not by time): those of
+// partition (every partition when empty) in state (any when empty), from
+// cursor (a previous page's, "" for the first). A cursor is opaque; one
+// that is not this store's is document.ErrBadCursor.
+func (s *Documents) Page(ctx context.Context, partition string, state document.State, cursor string, limit int) ([]document.Status, string, error) {
+	var filters []string
+	if partition != "" {
+		filters = append(filters, "PartitionKey eq "+quote(partition))
+	}
+	if state != "" {
+		filters = append(filters, "State eq "+quote(string(state)))
+	}
+	var filter *string
+	if len(filters) > 0 {
+		filter = to.Ptr(strings.Join(filters, " and "))
+	}
+	var pk, rk *string
+	if cursor != "" {
+		p, r, err := decodeCursor(cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		pk, rk = &p, &r
+	}
+	limit = min(max(limit, 1), 1000)
+	out := []document.Status{}
+	// One request at a time, each asking for what is still missing, so a
+	// page ends where the service's continuation says the next begins.
+	for len(out) < limit {
+		pager := s.t.client.NewListEntitiesPager(&aztables.ListEntitiesOptions{
+			Filter: filter, Top: to.Ptr(int32(limit - len(out))), NextPartitionKey: pk, NextRowKey: rk})
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			if isNotFound(err) {
+				return out, "", nil
+			}
+			if cursor != "" && isBadRequest(err) {
+				return nil, "", document.ErrBadCursor
+			}
+			return nil, "", fmt.Errorf("list document statuses: %w", err)
+		}
+		for _, b := range page.Entities {
+			st, err := decodeDocument(b)
+			if err != nil {
+				return nil, "", err
+			}
+			out = append(out, st)
+		}
+		if page.NextPartitionKey == nil || page.NextRowKey == nil {
+			return out, "", nil
+		}
+		pk, rk = page.NextPartitionKey, page.NextRowKey
+	}
+	return out, encodeCursor(*pk, *rk), nil
+}
+
+// encodeCursor makes a page cursor of the next row's keys.
+func encodeCursor(pk, rk string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(pk + "\n" + rk))
+}
+
+// decodeCursor reads a cursor of encodeCursor: the service's two
+// continuation tokens, printable ASCII without quotes.
+func decodeCursor(c string) (pk, rk string, err error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || len(c) > 440 {
+		return "", "", document.ErrBadCursor
+	}
+	pk, rk, ok := strings.Cut(string(b), "\n")
+	if !ok || !cursorKey(pk) || !cursorKey(rk) {
+		return "", "", document.ErrBadCursor
+	}
+	return pk, rk, nil
+}
+
+// cursorKey reports whether k can be a continuation token.
+func cursorKey(k string) bool {
+	if k == "" || len(k) > 160 {
+		return false
+	}
+	for _, c := range k {
+		if c <= ' ' || c >= 0x7f || c == '\'' || c == '"' {
+			return false
+		}
+	}
+	return true
 }
 
 type writeMode int

@@ -3,6 +3,7 @@ package tablestore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -86,5 +87,63 @@ func TestDocuments_UpdateIsGuarded(t *testing.T) {
 		return true, nil
 	}); err == nil {
 		t.Error("Update moving a status to another tenant succeeded")
+	}
+}
+
+// TestDocuments_Page: pages follow one another through their cursors
+// without a status lost or repeated, filtered by partition and state, and a
+// cursor nobody made is ErrBadCursor.
+func TestDocuments_Page(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newDocuments(t)
+	want := map[string]bool{}
+	for i := range 7 {
+		name := fmt.Sprintf("acme/%02d.txt", i)
+		state := document.Done
+		if i%3 == 0 {
+			state = document.DeadLettered
+		}
+		if _, err := s.Put(ctx, name, document.Status{Tenant: "acme", Name: name, State: state}); err != nil {
+			t.Fatal(err)
+		}
+		want[name] = true
+	}
+	if _, err := s.Put(ctx, "bravo/x.txt", document.Status{Tenant: "bravo", Name: "bravo/x.txt", State: document.DeadLettered}); err != nil {
+		t.Fatal(err)
+	}
+	seen, cursor, pages := map[string]bool{}, "", 0
+	for {
+		page, next, err := s.Page(ctx, "acme", "", cursor, 3)
+		if err != nil || len(page) > 3 {
+			t.Fatalf("Page = %d, %v", len(page), err)
+		}
+		pages++
+		for _, st := range page {
+			if seen[st.Name] {
+				t.Errorf("%s listed twice", st.Name)
+			}
+			seen[st.Name] = true
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if len(seen) != len(want) || pages != 3 {
+		t.Errorf("pages listed %d statuses in %d pages, want %d in 3", len(seen), pages, len(want))
+	}
+	dead, _, err := s.Page(ctx, "acme", document.DeadLettered, "", 100)
+	if err != nil || len(dead) != 3 {
+		t.Errorf("dead-lettered of acme = %d, %v; want 3", len(dead), err)
+	}
+	all, _, err := s.Page(ctx, "", document.DeadLettered, "", 100)
+	if err != nil || len(all) != 4 {
+		t.Errorf("dead-lettered of every tenant = %d, %v; want 4", len(all), err)
+	}
+	for _, bad := range []string{"!!", "bm90IGEgY3Vyc29y", strings.Repeat("A", 500), "YWNtZQpkLSc="} {
+		if _, _, err := s.Page(ctx, "acme", "", bad, 3); !errors.Is(err, document.ErrBadCursor) {
+			t.Errorf("Page(cursor %.20q) = %v, want ErrBadCursor", bad, err)
+		}
 	}
 }

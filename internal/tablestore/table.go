@@ -116,3 +116,9 @@ func isTransactionFailure(err error) bool {
 
 // quote makes s an OData string literal.
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// isBadRequest reports a request the service refused as malformed.
+func isBadRequest(err error) bool {
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && re.StatusCode == http.StatusBadRequest
+}
