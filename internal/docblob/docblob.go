@@ -78,11 +78,18 @@ func (s *Store) AccountURL() string { return strings.TrimSuffix(s.client.URL(), 
 // etag. A broken connection is resumed from where it broke, at the same
 // version.
 func (s *Store) Open(ctx context.Context, name, etag string) (io.ReadCloser, Properties, error) {
+	res, err := s.download(ctx, name, etag)
+	if err != nil {
+		return nil, Properties{}, err
+	}
+	p := Properties{ETag: strings.Trim(string(deref(res.ETag)), `"`), Size: deref(res.ContentLength), ContentType: deref(res.ContentType), Metadata: derefMap(res.Metadata)}
+	return res.NewRetryReader(ctx, &blob.RetryReaderOptions{MaxRetries: 3}), p, nil
+}
+
+// download starts reading the document name at version etag.
+func (s *Store) download(ctx context.Context, name, etag string) (blob.DownloadStreamResponse, error) {
 	b := s.client.ServiceClient().NewContainerClient(s.incoming).NewBlobClient(name)
-	tag := azcore.ETag(quoted(etag))
-	res, err := b.DownloadStream(ctx, &blob.DownloadStreamOptions{
-		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &tag}},
-	})
+	res, err := b.DownloadStream(ctx, &blob.DownloadStreamOptions{AccessConditions: pinned(etag)})
 	if err != nil {
 		err = classify(err, "read document")
 		if errors.Is(err, ErrChanged) { // Azurite answers 412 for a missing blob too
@@ -90,10 +97,14 @@ func (s *Store) Open(ctx context.Context, name, etag string) (io.ReadCloser, Pro
 				err = serr
 			}
 		}
-		return nil, Properties{}, err
 	}
-	p := Properties{ETag: strings.Trim(string(deref(res.ETag)), `"`), Size: deref(res.ContentLength), ContentType: deref(res.ContentType), Metadata: derefMap(res.Metadata)}
-	return res.NewRetryReader(ctx, &blob.RetryReaderOptions{MaxRetries: 3}), p, nil
+	return res, err
+}
+
+// pinned is the condition that the blob is at version etag.
+func pinned(etag string) *blob.AccessConditions {
+	tag := azcore.ETag(quoted(etag))
+	return &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &tag}}
 }
 
 // Stat returns the properties of the document name in the incoming
@@ -104,6 +115,32 @@ func (s *Store) Stat(ctx context.Context, name string) (Properties, error) {
 		return Properties{}, classify(err, "read document properties")
 	}
 	return Properties{ETag: strings.Trim(string(deref(res.ETag)), `"`), Size: deref(res.ContentLength), ContentType: deref(res.ContentType), Metadata: derefMap(res.Metadata)}, nil
+}
+
+// Redrop writes the document name of the incoming container again, at
+// version etag, with the same bytes, content headers and metadata, as its
+// uploader would: a new version (a new ETag) that the blob trigger sees as
+// any upload (Event Grid's BlobCreated fires for the commit; a container
+// scan sees the new ETag). It streams the blob through, staging blocks,
+// and commits only if the blob is still at etag: ErrChanged if it is not,
+// ErrNotFound if it is gone. It returns the new version's properties.
+func (s *Store) Redrop(ctx context.Context, name, etag string) (Properties, error) {
+	res, err := s.download(ctx, name, etag)
+	if err != nil {
+		return Properties{}, err
+	}
+	body := res.NewRetryReader(ctx, &blob.RetryReaderOptions{MaxRetries: 3})
+	defer body.Close()
+	b := s.client.ServiceClient().NewContainerClient(s.incoming).NewBlockBlobClient(name)
+	up, err := b.UploadStream(ctx, body, &blockblob.UploadStreamOptions{
+		BlockSize: int64(s.blockSize), Concurrency: 2, Metadata: res.Metadata, AccessConditions: pinned(etag),
+		HTTPHeaders: &blob.HTTPHeaders{BlobContentType: res.ContentType, BlobContentEncoding: res.ContentEncoding,
+			BlobContentLanguage: res.ContentLanguage, BlobContentDisposition: res.ContentDisposition, BlobCacheControl: res.CacheControl},
+	})
+	if err != nil {
+		return Properties{}, classify(err, "write document again")
+	}
+	return Properties{ETag: strings.Trim(string(deref(up.ETag)), `"`), Size: deref(res.ContentLength), ContentType: deref(res.ContentType), Metadata: derefMap(res.Metadata)}, nil
 }
 
 // Delete removes the result name, if there is one.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 
 	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/docblob"
@@ -110,5 +111,42 @@ func TestWriter_VisibleOnlyWhenCommitted(t *testing.T) {
 	}
 	if err := s.Delete(ctx, "acme/large.jsonl"); err != nil {
 		t.Errorf("Delete(missing) = %v, want nil", err)
+	}
+}
+
+// TestStore_Redrop: the document is written again as a new version with
+// the same bytes, content type and metadata, over several blocks; only
+// from the version it names: a replaced blob is ErrChanged, a gone one
+// ErrNotFound.
+func TestStore_Redrop(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, client := newStore(t, 1024)
+	data := bytes.Repeat([]byte("a line of the document\n"), 300) // several blocks of 1 KiB
+	ct, corr := "text/markdown", "Z%C3%BCrich-0042"
+	up, err := client.UploadBuffer(ctx, "incoming", "acme/kb/a.md", data, &azblob.UploadBufferOptions{
+		HTTPHeaders: &blob.HTTPHeaders{BlobContentType: &ct}, Metadata: map[string]*string{"correlation_id": &corr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := strings.Trim(string(*up.ETag), `"`)
+	p, err := s.Redrop(ctx, "acme/kb/a.md", old)
+	if err != nil || p.ETag == "" || p.ETag == old {
+		t.Fatalf("Redrop = %+v, %v; want a new version", p, err)
+	}
+	r, got, err := s.Open(ctx, "acme/kb/a.md", p.ETag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(r)
+	r.Close()
+	if !bytes.Equal(b, data) || got.ContentType != ct || got.Metadata["correlation_id"] != corr {
+		t.Errorf("after Redrop: %d bytes (want %d), %+v", len(b), len(data), got)
+	}
+	if _, err := s.Redrop(ctx, "acme/kb/a.md", old); !errors.Is(err, docblob.ErrChanged) {
+		t.Errorf("Redrop(old version) = %v, want ErrChanged", err)
+	}
+	if _, err := s.Redrop(ctx, "acme/kb/gone.md", old); !errors.Is(err, docblob.ErrNotFound) {
+		t.Errorf("Redrop(missing) = %v, want ErrNotFound", err)
 	}
 }

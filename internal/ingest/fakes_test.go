@@ -197,6 +197,20 @@ func (b *memBlobs) Open(_ context.Context, name, etag string) (io.ReadCloser, do
 	return io.NopCloser(bytes.NewReader(blob.data)), docblob.Properties{ETag: blob.etag, Size: int64(len(blob.data))}, nil
 }
 
+func (b *memBlobs) Redrop(_ context.Context, name, etag string) (docblob.Properties, error) {
+	b.mu.Lock()
+	blob, ok := b.incoming[name]
+	b.mu.Unlock()
+	switch {
+	case !ok:
+		return docblob.Properties{}, fmt.Errorf("read %s: %w", name, docblob.ErrNotFound)
+	case blob.etag != strings.Trim(etag, `"`):
+		return docblob.Properties{}, fmt.Errorf("read %s: %w", name, docblob.ErrChanged)
+	}
+	tag := b.store(name, blob)
+	return docblob.Properties{ETag: tag, Size: blob.size, ContentType: blob.contentType, Metadata: blob.meta}, nil
+}
+
 func (b *memBlobs) NewResult(name string) ingest.ResultWriter { return &memWriter{b: b, name: name} }
 
 func (b *memBlobs) DeleteResult(_ context.Context, name string) error {

@@ -76,6 +76,9 @@ type Blobs interface {
 	Open(ctx context.Context, name, etag string) (io.ReadCloser, docblob.Properties, error)
 	NewResult(name string) ResultWriter
 	DeleteResult(ctx context.Context, name string) error
+	// Redrop writes the document again from version etag, as a new
+	// version (see docblob.Store.Redrop).
+	Redrop(ctx context.Context, name, etag string) (docblob.Properties, error)
 }
 
 // ResultWriter builds one result; see docblob.Writer.
@@ -94,6 +97,9 @@ func (b blobStore) Stat(ctx context.Context, name string) (docblob.Properties, e
 }
 func (b blobStore) Open(ctx context.Context, name, etag string) (io.ReadCloser, docblob.Properties, error) {
 	return b.s.Open(ctx, name, etag)
+}
+func (b blobStore) Redrop(ctx context.Context, name, etag string) (docblob.Properties, error) {
+	return b.s.Redrop(ctx, name, etag)
 }
 func (b blobStore) NewResult(name string) ResultWriter                  { return b.s.Create(name) }
 func (b blobStore) DeleteResult(ctx context.Context, name string) error { return b.s.Delete(ctx, name) }
