@@ -85,6 +85,10 @@ type Options struct {
 	// Webhooks keeps tenants' webhooks; their endpoints answer 503
 	// without it.
 	Webhooks Webhooks
+	// Documents reads document statuses, Reprocessor reprocesses
+	// dead-lettered documents; their endpoints answer 503 without them.
+	Documents   Documents
+	Reprocessor Reprocessor
 }
 
 // Batches runs tenants' batch jobs (package batch's Service).
@@ -157,6 +161,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("/api/v1/batches/{id}", methods{http.MethodGet: s.tenantOnly(s.getBatch)}.serve)
 	s.mux.HandleFunc("/api/v1/batches/{id}/results", methods{http.MethodGet: s.tenantOnly(s.batchResults)}.serve)
 	s.mux.HandleFunc("/api/v1/batches/{id}/cancel", methods{http.MethodPost: s.tenantOnly(s.cancelBatch)}.serve)
+	s.documentRoutes()
 	s.mux.HandleFunc("/", s.notFound)
 }
 
