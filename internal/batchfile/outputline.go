@@ -2,10 +2,12 @@ package batchfile
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Wire shapes of an output line (OpenAI's BatchRequestOutput, with Azure's
@@ -34,9 +36,9 @@ type wireError struct {
 // seen: content_filter_result (service), content_filter_results (docs and
 // spec).
 type wireInner struct {
-	Code    flexString                 `json:"code"`
-	Result  map[string]json.RawMessage `json:"content_filter_result"`
-	Results map[string]json.RawMessage `json:"content_filter_results"`
+	Code    flexString                `json:"code"`
+	Result  map[string]jsontext.Value `json:"content_filter_result"`
+	Results map[string]jsontext.Value `json:"content_filter_results"`
 }
 
 type wireBody struct {
@@ -47,10 +49,10 @@ type wireBody struct {
 	// incomplete_details.reason "content_filter" is the completion refused
 	// (the chat form's finish_reason "content_filter"); Azure may annotate
 	// the verdicts in content_filters.
-	Status            string          `json:"status"`
-	Output            []wireOutput    `json:"output"`
-	IncompleteDetails json.RawMessage `json:"incomplete_details"`
-	ContentFilters    json.RawMessage `json:"content_filters"`
+	Status            string         `json:"status"`
+	Output            []wireOutput   `json:"output"`
+	IncompleteDetails jsontext.Value `json:"incomplete_details"`
+	ContentFilters    jsontext.Value `json:"content_filters"`
 }
 
 type wireChoice struct {
@@ -59,7 +61,7 @@ type wireChoice struct {
 		Content *string `json:"content"`
 	} `json:"message"`
 	// Filters is decoded only for a filtered choice: most lines never need it.
-	Filters json.RawMessage `json:"content_filter_results"`
+	Filters jsontext.Value `json:"content_filter_results"`
 }
 
 type wireOutput struct {
@@ -95,30 +97,35 @@ type wireUsage struct {
 // whole line unreadable.
 type flexString string
 
-func (f *flexString) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	switch {
-	case len(b) > 0 && b[0] == '"':
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		*f = flexString(s)
-	case string(b) == "null":
+func (f *flexString) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return err
+	}
+	switch tok.Kind() {
+	case '"', '0': // a number's text as written
+		*f = flexString(tok.String())
+	case 'n':
 		*f = ""
-	case len(b) > 0 && (b[0] == '-' || b[0] >= '0' && b[0] <= '9'):
-		*f = flexString(b)
 	default:
-		return fmt.Errorf("expected a string, got %.20s", b)
+		return fmt.Errorf("expected a string, got %v", tok.Kind())
 	}
 	return nil
 }
+
+// lineOptions decode output lines as leniently as encoding/json did (names
+// in any case, a repeated name's last value, invalid UTF-8 replaced), in
+// one pass that validates as it decodes.
+var lineOptions = json.JoinOptions(json.MatchCaseInsensitiveNames(true),
+	jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+
+func decode(raw []byte, v any) error { return json.Unmarshal(raw, v, lineOptions) }
 
 func parseLine(raw []byte, n int) (Result, error) {
 	// One decoding pass over the whole line; a line whose shape is wrong
 	// anywhere is reported, with its custom_id when that much is readable.
 	var w wireLine
-	if err := json.Unmarshal(raw, &w); err != nil {
+	if err := decode(raw, &w); err != nil {
 		return Result{}, &LineError{Line: n, CustomID: salvageCustomID(raw), Reason: "not a JSON object of the output schema: " + shortErr(err)}
 	}
 	if w.CustomID == nil || *w.CustomID == "" {
@@ -182,8 +189,8 @@ func (b *wireBody) answer(res *Result) {
 		}
 		if ch.FinishReason == "content_filter" {
 			res.Outcome, res.RefusedBy = Refused, RefusedCompletion
-			var m map[string]json.RawMessage
-			if json.Unmarshal(ch.Filters, &m) == nil {
+			var m map[string]jsontext.Value
+			if decode(ch.Filters, &m) == nil {
 				res.Categories = mergeCategories(res.Categories, filtered(m))
 			}
 		}
@@ -210,15 +217,15 @@ func (b *wireBody) answer(res *Result) {
 
 // incompleteReason reads incomplete_details: {"reason": "..."} as
 // documented, or a bare string; anything else says nothing.
-func incompleteReason(raw json.RawMessage) string {
+func incompleteReason(raw jsontext.Value) string {
 	var d struct {
 		Reason flexString `json:"reason"`
 	}
-	if json.Unmarshal(raw, &d) == nil {
+	if decode(raw, &d) == nil {
 		return string(d.Reason)
 	}
 	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if decode(raw, &s) == nil {
 		return s
 	}
 	return ""
@@ -228,11 +235,11 @@ func incompleteReason(raw json.RawMessage) string {
 // body's content_filters annotations ([{"source_type", "blocked",
 // "content_filter_results": {category: {filtered, …}}}]); any other shape
 // yields none: the verdicts are advisory, the refusal is the status.
-func responseFilters(raw json.RawMessage) []string {
+func responseFilters(raw jsontext.Value) []string {
 	var entries []struct {
-		Results map[string]json.RawMessage `json:"content_filter_results"`
+		Results map[string]jsontext.Value `json:"content_filter_results"`
 	}
-	if len(raw) == 0 || json.Unmarshal(raw, &entries) != nil {
+	if len(raw) == 0 || decode(raw, &entries) != nil {
 		return nil
 	}
 	var cats []string
@@ -262,13 +269,13 @@ func (e *wireError) refusal() ([]string, bool) {
 
 // filtered lists the categories whose verdict says filtered: true. Entries of
 // other shapes (an "error" entry when the filter did not run) are skipped.
-func filtered(m map[string]json.RawMessage) []string {
+func filtered(m map[string]jsontext.Value) []string {
 	var out []string
 	for cat, raw := range m {
 		var v struct {
 			Filtered bool `json:"filtered"`
 		}
-		if json.Unmarshal(raw, &v) == nil && v.Filtered {
+		if decode(raw, &v) == nil && v.Filtered {
 			out = append(out, cat)
 		}
 	}
@@ -335,8 +342,8 @@ func salvageCustomID(raw []byte) string {
 	var v struct {
 		CustomID string `json:"custom_id"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := dec.Decode(&v); err != nil {
+	dec := jsontext.NewDecoder(bytes.NewReader(raw), lineOptions)
+	if err := json.UnmarshalDecode(dec, &v, lineOptions); err != nil {
 		return ""
 	}
 	return v.CustomID
