@@ -111,23 +111,9 @@ func (x *Index) Load(r io.Reader) error {
 const maxIndexLine = 64 << 10
 
 func (x *Index) add(raw []byte) error {
-	var l indexLine
-	if err := json.Unmarshal(raw, &l); err != nil {
-		return fmt.Errorf("decode: %w", err)
-	}
-	ref, err := ParseCustomID(l.CustomID)
+	ref, e, err := decodeEntry(raw)
 	if err != nil {
 		return err
-	}
-	e := IndexEntry{CustomID: l.CustomID}
-	if e.Tenant, err = joinUTF8(l.Tenant, l.TenantB64); err != nil {
-		return fmt.Errorf("tenant: %w", err)
-	}
-	if e.ItemID, err = joinUTF8(l.ItemID, l.ItemIDB64); err != nil {
-		return fmt.Errorf("item_id: %w", err)
-	}
-	if !ref.Matches(e.Tenant, e.ItemID) {
-		return fmt.Errorf("%s: %w", l.CustomID, ErrCheckMismatch)
 	}
 	if x.job == "" {
 		x.job = ref.Job
@@ -136,10 +122,33 @@ func (x *Index) add(raw []byte) error {
 	}
 	pos := position{ref.Part, ref.Line}
 	if _, dup := x.entries[pos]; dup {
-		return fmt.Errorf("duplicate entry for %s", l.CustomID)
+		return fmt.Errorf("duplicate entry for %s", e.CustomID)
 	}
 	x.entries[pos] = e
 	return nil
+}
+
+// decodeEntry reads one index line and checks it against its own check.
+func decodeEntry(raw []byte) (Ref, IndexEntry, error) {
+	var l indexLine
+	if err := json.Unmarshal(raw, &l); err != nil {
+		return Ref{}, IndexEntry{}, fmt.Errorf("decode: %w", err)
+	}
+	ref, err := ParseCustomID(l.CustomID)
+	if err != nil {
+		return Ref{}, IndexEntry{}, err
+	}
+	e := IndexEntry{CustomID: l.CustomID}
+	if e.Tenant, err = joinUTF8(l.Tenant, l.TenantB64); err != nil {
+		return Ref{}, IndexEntry{}, fmt.Errorf("tenant: %w", err)
+	}
+	if e.ItemID, err = joinUTF8(l.ItemID, l.ItemIDB64); err != nil {
+		return Ref{}, IndexEntry{}, fmt.Errorf("item_id: %w", err)
+	}
+	if !ref.Matches(e.Tenant, e.ItemID) {
+		return Ref{}, IndexEntry{}, fmt.Errorf("%s: %w", l.CustomID, ErrCheckMismatch)
+	}
+	return ref, e, nil
 }
 
 // Resolve returns the entry of a custom_id found in an output or error file.

@@ -1,0 +1,182 @@
+package batchfile
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// IndexReader looks up the entries of one part's index while reading the
+// index file once, in line order, as the part's output is read: Azure
+// writes output lines roughly in input order, so the entry a line needs is
+// just ahead of the reader or among the last [IndexWindow] entries read.
+// An entry further behind is read again from the file, from the nearest of
+// the offsets kept every [indexMarkEvery] lines. Memory is the window,
+// whatever the number of lines (plus one offset per 64 lines).
+type IndexReader struct {
+	job   string
+	part  int
+	open  IndexOpener
+	rc    io.ReadCloser
+	br    *bufio.Reader
+	buf   []byte
+	next  int     // line of the next entry in the file
+	off   int64   // its byte offset
+	marks []int64 // offset of the entry of line k × indexMarkEvery
+	win   [IndexWindow]IndexEntry
+	eof   bool
+	// Rereads counts the entries read again from behind the window.
+	Rereads int
+}
+
+// IndexWindow is how many of the entries read last an IndexReader keeps.
+const IndexWindow = 4096
+
+const indexMarkEvery = 64
+
+// IndexOpener opens a part's index file from a byte offset.
+type IndexOpener func(offset int64) (io.ReadCloser, error)
+
+// NewIndexReader reads the index of part of job through open. Nothing is
+// opened before the first lookup.
+func NewIndexReader(job string, part int, open IndexOpener) *IndexReader {
+	return &IndexReader{job: job, part: part, open: open}
+}
+
+// Close releases the index file.
+func (x *IndexReader) Close() error {
+	if x.rc == nil {
+		return nil
+	}
+	err := x.rc.Close()
+	x.rc, x.br = nil, nil
+	return err
+}
+
+// Resolve returns the line and entry of a custom_id found in an output or
+// error file: ErrNotIndexed when no entry of this job and part is at its
+// position, ErrCheckMismatch when the entry there is another item's; other
+// errors mean the index could not be read.
+func (x *IndexReader) Resolve(customID string) (int, IndexEntry, error) {
+	ref, err := ParseCustomID(customID)
+	if err != nil {
+		return 0, IndexEntry{}, err
+	}
+	if ref.Job != x.job || ref.Part != x.part {
+		return 0, IndexEntry{}, fmt.Errorf("%s: %w", customID, ErrNotIndexed)
+	}
+	e, ok, err := x.Lookup(ref.Line)
+	if err != nil {
+		return 0, IndexEntry{}, err
+	}
+	if !ok {
+		return 0, IndexEntry{}, fmt.Errorf("%s: %w", customID, ErrNotIndexed)
+	}
+	if e.CustomID != customID {
+		return 0, IndexEntry{}, fmt.Errorf("%s: %w", customID, ErrCheckMismatch)
+	}
+	return ref.Line, e, nil
+}
+
+// Lookup returns the entry of a line; ok is false when the index has no
+// such line.
+func (x *IndexReader) Lookup(line int) (e IndexEntry, ok bool, err error) {
+	if line < 0 {
+		return IndexEntry{}, false, nil
+	}
+	for line >= x.next {
+		if x.eof {
+			return IndexEntry{}, false, nil
+		}
+		if err := x.advance(); err != nil {
+			return IndexEntry{}, false, err
+		}
+	}
+	if line >= x.next-IndexWindow {
+		return x.win[line%IndexWindow], true, nil
+	}
+	e, err = x.reread(line)
+	return e, err == nil, err
+}
+
+// advance reads the next entry into the window.
+func (x *IndexReader) advance() error {
+	if x.br == nil {
+		rc, err := x.open(x.off)
+		if err != nil {
+			return fmt.Errorf("open index: %w", err)
+		}
+		x.rc, x.br = rc, bufio.NewReaderSize(rc, 64<<10)
+	}
+	if x.next%indexMarkEvery == 0 && len(x.marks) == x.next/indexMarkEvery {
+		x.marks = append(x.marks, x.off)
+	}
+	raw, n, err := x.readEntry(x.br)
+	if errors.Is(err, io.EOF) {
+		x.eof = true
+		return x.Close()
+	}
+	if err != nil {
+		return err
+	}
+	e, err := x.check(raw, x.next)
+	if err != nil {
+		return err
+	}
+	x.win[x.next%IndexWindow] = e
+	x.next++
+	x.off += n
+	return nil
+}
+
+// reread reads a line's entry again from the mark before it.
+func (x *IndexReader) reread(line int) (IndexEntry, error) {
+	x.Rereads++
+	from := line / indexMarkEvery
+	rc, err := x.open(x.marks[from])
+	if err != nil {
+		return IndexEntry{}, fmt.Errorf("reopen index: %w", err)
+	}
+	defer rc.Close()
+	br := bufio.NewReaderSize(rc, 16<<10)
+	for l := from * indexMarkEvery; ; l++ {
+		raw, _, err := x.readEntry(br)
+		if errors.Is(err, io.EOF) {
+			return IndexEntry{}, fmt.Errorf("index line %d: %w", l+1, io.ErrUnexpectedEOF)
+		}
+		if err != nil {
+			return IndexEntry{}, err
+		}
+		if l == line {
+			return x.check(raw, line)
+		}
+	}
+}
+
+// readEntry reads one line of the index and the bytes it took (the index
+// is written with "\n" line ends).
+func (x *IndexReader) readEntry(br *bufio.Reader) ([]byte, int64, error) {
+	var err error
+	x.buf, err = readLine(br, x.buf, maxIndexLine)
+	if errors.Is(err, io.EOF) {
+		return nil, 0, io.EOF
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("index line %d: %w", x.next+1, err)
+	}
+	return x.buf, int64(len(x.buf)) + 1, nil
+}
+
+// check decodes the entry of a line and checks that it is the entry of
+// that line of this job's part.
+func (x *IndexReader) check(raw []byte, line int) (IndexEntry, error) {
+	ref, e, err := decodeEntry(raw)
+	if err != nil {
+		return IndexEntry{}, fmt.Errorf("index line %d: %w", line+1, err)
+	}
+	if ref.Job != x.job || ref.Part != x.part || ref.Line != line {
+		return IndexEntry{}, fmt.Errorf("index line %d is %s, not line %d of part %d of job %s", line+1, e.CustomID, line, x.part, x.job)
+	}
+	return e, nil
+}
