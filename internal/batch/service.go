@@ -70,6 +70,7 @@ type JobStore interface {
 type Blobs interface {
 	Create(ctx context.Context, container, name string, metadata map[string]string) (*blobstore.Writer, error)
 	Open(ctx context.Context, container, name string) (io.ReadCloser, blobstore.Info, error)
+	OpenAt(ctx context.Context, container, name string, offset int64) (io.ReadCloser, error)
 	Stat(ctx context.Context, container, name string) (blobstore.Info, error)
 	Delete(ctx context.Context, container, name string) error
 	DeletePrefix(ctx context.Context, container, prefix string) error

@@ -117,7 +117,17 @@ func (s *Store) Stat(ctx context.Context, containerName, name string) (Info, err
 // failures mid-stream are retried from where they stopped by the SDK's
 // retry reader.
 func (s *Store) Open(ctx context.Context, containerName, name string) (io.ReadCloser, Info, error) {
-	res, err := s.blob(containerName, name).DownloadStream(ctx, nil)
+	return s.open(ctx, containerName, name, nil)
+}
+
+// OpenAt streams a blob from a byte offset to its end.
+func (s *Store) OpenAt(ctx context.Context, containerName, name string, offset int64) (io.ReadCloser, error) {
+	body, _, err := s.open(ctx, containerName, name, &blob.DownloadStreamOptions{Range: blob.HTTPRange{Offset: offset}})
+	return body, err
+}
+
+func (s *Store) open(ctx context.Context, containerName, name string, o *blob.DownloadStreamOptions) (io.ReadCloser, Info, error) {
+	res, err := s.blob(containerName, name).DownloadStream(ctx, o)
 	if err != nil {
 		return nil, Info{}, fmt.Errorf("open blob %s/%s: %w", containerName, name, translate(err))
 	}

@@ -122,6 +122,14 @@ func TestStore_ListDeleteStat(t *testing.T) {
 	if info, err := s.Stat(ctx, c, "b/1"); err != nil || info.Size != 3 {
 		t.Errorf("Stat = %+v, %v", info, err)
 	}
+	if body, err := s.OpenAt(ctx, c, "b/1", 1); err != nil {
+		t.Errorf("OpenAt: %v", err)
+	} else if rest, err := io.ReadAll(body); err != nil || string(rest) != "/1" {
+		t.Errorf("OpenAt(1) read %q, %v; want the bytes from offset 1", rest, err)
+	}
+	if _, err := s.OpenAt(ctx, c, "a/1", 1); !errors.Is(err, blobstore.ErrNotFound) {
+		t.Errorf("OpenAt of a missing blob = %v, want ErrNotFound", err)
+	}
 	if names, err := s.List(ctx, "nosuchcontainer", ""); err != nil || len(names) != 0 {
 		t.Errorf("List of a missing container = %v, %v", names, err)
 	}
