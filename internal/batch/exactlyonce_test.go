@@ -2,6 +2,8 @@ package batch_test
 
 import (
 	"context"
+	"errors"
+	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,6 +13,7 @@ import (
 	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/blobstore"
+	"github.com/offpath/offpath/internal/ledger"
 )
 
 // TestExactlyOnce_ConcurrentPollers runs four pollers at once, as a
@@ -59,33 +62,57 @@ func TestExactlyOnce_ConcurrentPollers(t *testing.T) {
 // crashingBlobs makes the process "die" when the harvest, having copied a
 // part's files, starts its results file: the context is cancelled, so
 // nothing more is written, not even the lease's release.
+// crashingBlobs kills a harvest, as if its process died, when it first
+// reads the part's index: in the middle of the pass over Azure's output,
+// with the copy and the results file being written.
 type crashingBlobs struct {
 	*blobstore.Store
 	crash  context.CancelFunc
 	active atomic.Bool
 }
 
-func (c *crashingBlobs) Create(ctx context.Context, container, name string, md map[string]string) (*blobstore.Writer, error) {
-	if strings.HasSuffix(name, ".results.jsonl") && c.active.CompareAndSwap(true, false) {
+func (c *crashingBlobs) OpenAt(ctx context.Context, container, name string, off int64) (io.ReadCloser, error) {
+	if strings.HasSuffix(name, ".index.jsonl") && c.active.CompareAndSwap(true, false) {
 		c.crash()
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
-	return c.Store.Create(ctx, container, name, md)
+	return c.Store.OpenAt(ctx, container, name, off)
 }
 
-// TestExactlyOnce_CrashBetweenCopyAndMark kills the harvest after the copy
-// (the next poll, in a new process, finishes from the copy once the dead
-// poller's lease has run out), and after the ledger write (the re-harvest
-// rewrites the same row): the usage is counted once either way.
-func TestExactlyOnce_CrashBetweenCopyAndMark(t *testing.T) {
+// crashingLedger kills a harvest just before it writes the ledger: after
+// the copies and the results are stored and recorded.
+type crashingLedger struct {
+	batch.Ledger
+	crash  context.CancelFunc
+	active atomic.Bool
+}
+
+func (c *crashingLedger) Record(ctx context.Context, e ledger.Entry) error {
+	if c.active.CompareAndSwap(true, false) {
+		c.crash()
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return c.Ledger.Record(ctx, e)
+}
+
+// TestExactlyOnce_CrashMidHarvest kills the harvest in the middle of its
+// pass over Azure's output (nothing is recorded or booked, and the next
+// poll does the pass again from Azure), after the copies are recorded (the
+// next poll finishes from the copies, never from Azure) and after the
+// ledger write (the re-harvest rewrites the same row): each time in a new
+// process once the dead poller's lease has run out, and the usage is
+// counted once.
+func TestExactlyOnce_CrashMidHarvest(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name  string
-		crash func(e *env, cb *crashingBlobs)
+		crash func(e *env, cb *crashingBlobs, cl *crashingLedger)
 	}{
-		{"after the copy", func(e *env, cb *crashingBlobs) { cb.active.Store(true) }},
-		{"after the ledger write", func(e *env, cb *crashingBlobs) { e.ledger.failAfterWrite.Store(1) }},
+		{"mid-pass", func(e *env, cb *crashingBlobs, cl *crashingLedger) { cb.active.Store(true) }},
+		{"after the copy", func(e *env, cb *crashingBlobs, cl *crashingLedger) { cl.active.Store(true) }},
+		{"after the ledger write", func(e *env, cb *crashingBlobs, cl *crashingLedger) { e.ledger.failAfterWrite.Store(1) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,30 +130,51 @@ func TestExactlyOnce_CrashBetweenCopyAndMark(t *testing.T) {
 			}
 			ctx, crash := context.WithCancel(e.ctx())
 			cb := &crashingBlobs{Store: e.blobs, crash: crash}
+			cl := &crashingLedger{Ledger: e.ledger, crash: crash}
 			o := e.opts
-			o.Blobs = cb
+			o.Blobs, o.Ledger = cb, cl
 			dying, err := batch.New(o)
 			if err != nil {
 				t.Fatal(err)
 			}
-			tt.crash(e, cb)
+			tt.crash(e, cb, cl)
 			_, _ = dying.Poll(ctx)
 			crash()
 			mid := e.get(j.ID)
 			if mid.State == batch.Harvested {
 				t.Fatalf("the crashed harvest finished")
 			}
-			if tt.name == "after the copy" && (!mid.Parts[0].Copied || mid.Lease.Owner == "") {
-				t.Fatalf("after the crash: copied %v, lease %+v; want a recorded copy and a dead poller's lease", mid.Parts[0].Copied, mid.Lease)
+			unit := batch.LedgerUnit(j.ID, 0)
+			switch tt.name {
+			case "mid-pass":
+				if mid.Parts[0].Copied || mid.Lease.Owner == "" || e.ledger.records[unit] != 0 {
+					t.Fatalf("after a crash mid-pass: copied %v, lease %+v, %d ledger writes; want no copy recorded, a dead poller's lease, no ledger write", mid.Parts[0].Copied, mid.Lease, e.ledger.records[unit])
+				}
+				results := j.Tenant + "/" + j.ID + "/part-0.results.jsonl"
+				if _, err := e.blobs.Stat(context.Background(), e.cont.Results, results); !errors.Is(err, blobstore.ErrNotFound) {
+					t.Errorf("results file after a crash mid-pass: %v, want none committed", err)
+				}
+			case "after the copy":
+				if !mid.Parts[0].Copied || mid.Lease.Owner == "" || e.ledger.records[unit] != 0 {
+					t.Fatalf("after the crash: copied %v, lease %+v, %d ledger writes; want a recorded copy, a dead poller's lease, no ledger write", mid.Parts[0].Copied, mid.Lease, e.ledger.records[unit])
+				}
 			}
 			downloads := e.sim.Stats().Routes[aoaisim.RouteFilesContent]
 			got := e.pollUntil(20*time.Second, harvested, j.ID)[j.ID]
 			e.check(got, map[batch.Outcome]int{batch.OK: 10})
-			if n := e.sim.Stats().Routes[aoaisim.RouteFilesContent]; n != downloads {
-				t.Errorf("the recovery downloaded from Azure %d more times; it must read the copy", n-downloads)
+			again := e.sim.Stats().Routes[aoaisim.RouteFilesContent] - downloads
+			if files := int64(len(got.Parts[0].Copies)); tt.name == "mid-pass" && again != files {
+				t.Errorf("the recovery downloaded from Azure %d times, want once per file (%d): nothing was recorded", again, files)
 			}
-			if tt.name == "after the ledger write" && e.ledger.records[batch.LedgerUnit(j.ID, 0)] != 2 {
-				t.Errorf("%d ledger writes, want 2 (the crashed one and the re-harvest's)", e.ledger.records[batch.LedgerUnit(j.ID, 0)])
+			if tt.name != "mid-pass" && again != 0 {
+				t.Errorf("the recovery downloaded from Azure %d more times; it must read the copy", again)
+			}
+			want := 1
+			if tt.name == "after the ledger write" {
+				want = 2 // the crashed one and the re-harvest's
+			}
+			if n := e.ledger.records[unit]; n != want {
+				t.Errorf("%d ledger writes, want %d", n, want)
 			}
 			entries, err := e.ledger.Month(context.Background(), "contoso", got.Month())
 			if err != nil {

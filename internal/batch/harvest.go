@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 
@@ -68,19 +67,30 @@ func (s *Service) noteHarvestError(ctx context.Context, j Job, i int, owner stri
 	return stored
 }
 
-// harvest takes one ended part through copy → parse → results → ledger →
-// delete at Azure → mark harvested. Each step may be repeated after a
-// crash: the copy is skipped once recorded, the results file is rewritten
-// from the copies with the same content, and the ledger row has a key
-// derived from the job and part, so it is rewritten, never added twice.
+// harvest takes one ended part through copy and parse (one pass: Azure's
+// files are copied, hashed and parsed into the per-item results as they are
+// read) → record the copies → ledger → delete at Azure → mark harvested.
+// Each step may be repeated after a crash: a pass that did not finish
+// committed nothing and is done again; once the copies are recorded, the
+// results file is rewritten from them with the same content, never from
+// Azure; and the ledger row has a key derived from the job and part, so it
+// is rewritten, never added twice.
 func (s *Service) harvest(ctx context.Context, j Job, i int, owner string) (Job, error) {
 	log := zerolog.Ctx(ctx).With().Int("part", i).Logger()
 	p := j.Parts[i]
+	var sum partSum
+	var err error
 	if !p.Copied {
-		copies, lost, err := s.copyFiles(ctx, &j, &p)
-		if err != nil {
+		// One pass over Azure's files: copied, hashed and parsed as the
+		// bytes go by. The copies and the results file are committed only
+		// when every file was read whole, and recorded (Copied) before the
+		// ledger is written: a crash before that record leaves nothing
+		// booked, and the next harvest does the pass again.
+		var copies []FileCopy
+		if sum, err = s.parse(ctx, &j, &p, s.azureFiles(ctx, &j, &p, &copies)); err != nil {
 			return j, err
 		}
+		lost := p.OutputLost
 		j, err = s.update(ctx, j, s.holding(owner, func(j *Job) error {
 			q := &j.Parts[i]
 			if q.Copied || q.Status != PartDone {
@@ -97,14 +107,15 @@ func (s *Service) harvest(ctx context.Context, j Job, i int, owner string) (Job,
 				map[string]any{"part": i, "batch_id": p.BatchID, "azure_completed": p.RequestCounts.Completed, "azure_failed": p.RequestCounts.Failed})
 		}
 		p = j.Parts[i]
+	} else if p.Status == PartDone {
+		// The copies were recorded by a harvest that stopped before the
+		// end: the results again from the copies, never from Azure.
+		if sum, err = s.parse(ctx, &j, &p, s.copiedFiles(ctx, &p)); err != nil {
+			return j, err
+		}
 	}
 	if p.Status != PartDone {
 		return j, nil // harvested meanwhile
-	}
-
-	sum, err := s.parse(ctx, &j, &p)
-	if err != nil {
-		return j, err
 	}
 	if sum.usage.Requests > 0 || sum.usage.PromptTokens > 0 || sum.usage.CompletionTokens > 0 {
 		if err := s.record(ctx, &j, &p, sum.usage); err != nil {
@@ -164,48 +175,6 @@ func allHarvested(j *Job) bool {
 }
 
 func resultsBlob(j *Job, p *Part) string { return partBlob(j, p.Index, "results.jsonl") }
-
-// copyFiles copies a part's output and error files from Azure into the
-// results container, computing each copy's SHA-256 on the way. lost is
-// true when Azure no longer has a file.
-func (s *Service) copyFiles(ctx context.Context, j *Job, p *Part) (copies []FileCopy, lost bool, err error) {
-	for _, f := range []struct{ id, kind string }{{p.OutputFileID, "output"}, {p.ErrorFileID, "errors"}} {
-		if f.id == "" {
-			continue
-		}
-		name := partBlob(j, p.Index, p.BatchID+"."+f.kind+".jsonl")
-		c, err := s.copyFile(ctx, f.id, name)
-		if errors.Is(err, batchapi.ErrNotFound) {
-			lost = true
-			continue
-		}
-		if err != nil {
-			return nil, false, err
-		}
-		copies = append(copies, c)
-	}
-	return copies, lost, nil
-}
-
-func (s *Service) copyFile(ctx context.Context, fileID, name string) (FileCopy, error) {
-	body, err := s.o.Azure.OpenFileContent(ctx, fileID)
-	if err != nil {
-		return FileCopy{}, err
-	}
-	defer body.Close()
-	w, err := s.o.Blobs.Create(ctx, s.o.Containers.Results, name, map[string]string{"azure_file_id": fileID})
-	if err != nil {
-		return FileCopy{}, err
-	}
-	if _, err := io.Copy(w, body); err != nil {
-		w.Abort(err)
-		return FileCopy{}, fmt.Errorf("copy Azure file %s: %w", fileID, err)
-	}
-	if err := w.Close(); err != nil {
-		return FileCopy{}, err
-	}
-	return FileCopy{AzureFileID: fileID, Blob: name, Bytes: w.Size(), SHA256: w.SHA256()}, nil
-}
 
 // record writes the part's usage to the ledger under a key derived from
 // the job and the part.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/offpath/offpath/internal/batchapi"
 	"github.com/offpath/offpath/internal/batchfile"
@@ -22,24 +23,94 @@ type partSum struct {
 	unattributed, dup, malformed int64
 }
 
-// parse reads a part's copies (never Azure), joins every line to its item
-// through the part's index, writes the per-item results file, and sums
-// counts and usage. Items no file mentions get the outcome the part's end
-// implies. It verifies each copy's checksum.
-func (s *Service) parse(ctx context.Context, j *Job, p *Part) (partSum, error) {
-	var sum partSum
-	idx := batchfile.NewIndex()
-	if p.IndexBlob != "" {
-		body, _, err := s.o.Blobs.Open(ctx, s.o.Containers.Inputs, p.IndexBlob)
-		if err != nil {
-			return sum, fmt.Errorf("open index: %w", err)
+// partFile is one of a part's output and error files, to be read once.
+// open returns its bytes and done, which the reader calls with the error
+// that stopped it (nil at the end of the file) and which says whether what
+// was read is whole.
+type partFile struct {
+	kind int // 0 output, 1 errors
+	open func() (r io.Reader, done func(readErr error) error, err error)
+}
+
+// azureFiles are the part's files at Azure, each copied into the results
+// container as it is read, its SHA-256 computed on the way; a copy is
+// committed only once its file was read to the end, and added to copies.
+func (s *Service) azureFiles(ctx context.Context, j *Job, p *Part, copies *[]FileCopy) []partFile {
+	var files []partFile
+	for k, f := range []struct{ id, kind string }{{p.OutputFileID, "output"}, {p.ErrorFileID, "errors"}} {
+		if f.id == "" {
+			continue
 		}
-		err = idx.Load(body)
-		body.Close()
-		if err != nil {
-			return sum, fmt.Errorf("load index: %w", err)
-		}
+		name := partBlob(j, p.Index, p.BatchID+"."+f.kind+".jsonl")
+		files = append(files, partFile{kind: k, open: func() (io.Reader, func(error) error, error) {
+			body, err := s.o.Azure.OpenFileContent(ctx, f.id)
+			if err != nil {
+				return nil, nil, err
+			}
+			w, err := s.o.Blobs.Create(ctx, s.o.Containers.Results, name, map[string]string{"azure_file_id": f.id})
+			if err != nil {
+				body.Close()
+				return nil, nil, err
+			}
+			done := func(readErr error) error {
+				body.Close()
+				if readErr != nil {
+					w.Abort(readErr)
+					return fmt.Errorf("copy Azure file %s: %w", f.id, readErr)
+				}
+				if err := w.Close(); err != nil {
+					return err
+				}
+				*copies = append(*copies, FileCopy{AzureFileID: f.id, Blob: name, Bytes: w.Size(), SHA256: w.SHA256()})
+				return nil
+			}
+			return io.TeeReader(body, w), done, nil
+		}})
 	}
+	return files
+}
+
+// copiedFiles are the copies an earlier harvest recorded, each checked
+// against its recorded SHA-256.
+func (s *Service) copiedFiles(ctx context.Context, p *Part) []partFile {
+	var files []partFile
+	for _, c := range p.Copies {
+		kind := 0
+		if c.AzureFileID == p.ErrorFileID {
+			kind = 1
+		}
+		files = append(files, partFile{kind: kind, open: func() (io.Reader, func(error) error, error) {
+			body, _, err := s.o.Blobs.Open(ctx, s.o.Containers.Results, c.Blob)
+			if err != nil {
+				return nil, nil, fmt.Errorf("open copy %s: %w", c.Blob, err)
+			}
+			h := sha256.New()
+			done := func(readErr error) error {
+				body.Close()
+				if readErr != nil {
+					return fmt.Errorf("read copy %s: %w", c.Blob, readErr)
+				}
+				if got := hex.EncodeToString(h.Sum(nil)); got != c.SHA256 {
+					return fmt.Errorf("copy %s: checksum %s, recorded %s", c.Blob, got, c.SHA256)
+				}
+				return nil
+			}
+			return io.TeeReader(body, h), done, nil
+		}})
+	}
+	return files
+}
+
+// parse reads each of the part's files once, joins every line to its item
+// through the part's index (read beside the files, never whole), writes
+// the per-item results file and sums counts and usage. Items no file
+// mentions get the outcome the part's end implies. A file Azure no longer
+// has marks the part's output lost. The results file is committed only
+// when every file was read whole.
+func (s *Service) parse(ctx context.Context, j *Job, p *Part, files []partFile) (partSum, error) {
+	var sum partSum
+	idx := s.indexReader(ctx, j, p)
+	defer idx.Close()
 	w, err := s.o.Blobs.Create(ctx, s.o.Containers.Results, resultsBlob(j, p), nil)
 	if err != nil {
 		return sum, err
@@ -53,29 +124,22 @@ func (s *Service) parse(ctx context.Context, j *Job, p *Part) (partSum, error) {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	out := newResultWriter(bw)
 	seen := make([]bool, p.Lines)
-	for _, c := range p.Copies {
-		kind := 0 // output
-		if c.AzureFileID == p.ErrorFileID {
-			kind = 1
+	for _, f := range files {
+		r, done, err := f.open()
+		if errors.Is(err, batchapi.ErrNotFound) {
+			p.OutputLost = true
+			continue
 		}
-		if err := s.parseCopy(ctx, c, kind, idx, p, seen, out, &sum); err != nil {
+		if err != nil {
+			return sum, err
+		}
+		err = parseFile(r, f.kind, idx, p, seen, out, &sum)
+		if err := done(err); err != nil {
 			return sum, err
 		}
 	}
-	code, msg, missing := missingOutcome(p)
-	for line := 0; line < p.Lines; line++ {
-		if seen[line] {
-			continue
-		}
-		e, found := idx.Lookup(p.Index, line)
-		if !found {
-			return sum, fmt.Errorf("index of part %d has no line %d", p.Index, line)
-		}
-		sum.counts.inc(missing)
-		if err := out.write(&ResultLine{ItemID: e.ItemID, Outcome: missing, Error: &ResultError{Code: code, Message: msg},
-			Part: p.Index, Line: line}); err != nil {
-			return sum, err
-		}
+	if err := writeMissing(s.indexReader(ctx, j, p), p, seen, out, &sum); err != nil {
+		return sum, err
 	}
 	if err := bw.Flush(); err != nil {
 		return sum, fmt.Errorf("write results: %w", err)
@@ -87,24 +151,31 @@ func (s *Service) parse(ctx context.Context, j *Job, p *Part) (partSum, error) {
 	return sum, nil
 }
 
-// parseCopy reads one copied file into the results.
-func (s *Service) parseCopy(ctx context.Context, c FileCopy, kind int, idx *batchfile.Index, p *Part, seen []bool, out *resultWriter, sum *partSum) error {
-	body, _, err := s.o.Blobs.Open(ctx, s.o.Containers.Results, c.Blob)
-	if err != nil {
-		return fmt.Errorf("open copy %s: %w", c.Blob, err)
-	}
-	defer body.Close()
-	h := sha256.New()
-	rd := batchfile.NewReader(io.TeeReader(body, h), 0)
+// indexReader reads the part's index from platform storage.
+func (s *Service) indexReader(ctx context.Context, j *Job, p *Part) *batchfile.IndexReader {
+	return batchfile.NewIndexReader(j.ID, p.Index, func(off int64) (io.ReadCloser, error) {
+		if p.IndexBlob == "" {
+			return io.NopCloser(strings.NewReader("")), nil
+		}
+		return s.o.Blobs.OpenAt(ctx, s.o.Containers.Inputs, p.IndexBlob, off)
+	})
+}
+
+// parseFile reads one file into the results.
+func parseFile(r io.Reader, kind int, idx *batchfile.IndexReader, p *Part, seen []bool, out *resultWriter, sum *partSum) error {
+	rd := batchfile.NewReader(r, 0)
 	for {
 		res, err := rd.Next()
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		var le *batchfile.LineError
 		if errors.As(err, &le) {
 			sum.lines[kind]++
-			line, e, ok := resolve(idx, le.CustomID)
+			line, e, ok, err := resolve(idx, le.CustomID, seen)
+			if err != nil {
+				return err
+			}
 			if !ok || seen[line] {
 				sum.malformed++
 				continue
@@ -118,10 +189,13 @@ func (s *Service) parseCopy(ctx context.Context, c FileCopy, kind int, idx *batc
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("read copy %s: %w", c.Blob, err)
+			return err
 		}
 		sum.lines[kind]++
-		line, e, ok := resolve(idx, res.CustomID)
+		line, e, ok, err := resolve(idx, res.CustomID, seen)
+		if err != nil {
+			return err
+		}
 		if !ok {
 			sum.unattributed++
 			continue
@@ -138,26 +212,48 @@ func (s *Service) parseCopy(ctx context.Context, c FileCopy, kind int, idx *batc
 			return err
 		}
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != c.SHA256 {
-		return fmt.Errorf("copy %s: checksum %s, recorded %s", c.Blob, got, c.SHA256)
+}
+
+// writeMissing writes the results of the items no file mentioned, reading
+// the index again from its start (once, and only if some are missing).
+func writeMissing(idx *batchfile.IndexReader, p *Part, seen []bool, out *resultWriter, sum *partSum) error {
+	defer idx.Close()
+	code, msg, missing := missingOutcome(p)
+	for line := range seen {
+		if seen[line] {
+			continue
+		}
+		e, found, err := idx.Lookup(line)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("index of part %d has no line %d", p.Index, line)
+		}
+		sum.counts.inc(missing)
+		if err := out.write(&ResultLine{ItemID: e.ItemID, Outcome: missing, Error: &ResultError{Code: code, Message: msg},
+			Part: p.Index, Line: line}); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// resolve joins a custom_id to its line and index entry.
-func resolve(idx *batchfile.Index, customID string) (int, batchfile.IndexEntry, bool) {
+// resolve joins a custom_id to its line and index entry; ok is false for
+// a custom_id that is not one of the part's lines. An error means the
+// index could not be read.
+func resolve(idx *batchfile.IndexReader, customID string, seen []bool) (int, batchfile.IndexEntry, bool, error) {
 	if customID == "" {
-		return 0, batchfile.IndexEntry{}, false
+		return 0, batchfile.IndexEntry{}, false, nil
 	}
-	e, err := idx.Resolve(customID)
-	if err != nil {
-		return 0, batchfile.IndexEntry{}, false
+	line, e, err := idx.Resolve(customID)
+	switch {
+	case errors.Is(err, batchfile.ErrNotIndexed), errors.Is(err, batchfile.ErrCheckMismatch), errors.Is(err, batchfile.ErrCustomID):
+		return 0, batchfile.IndexEntry{}, false, nil
+	case err != nil:
+		return 0, batchfile.IndexEntry{}, false, err
 	}
-	ref, err := batchfile.ParseCustomID(customID)
-	if err != nil {
-		return 0, batchfile.IndexEntry{}, false
-	}
-	return ref.Line, e, true
+	return line, e, line < len(seen), nil
 }
 
 // missingOutcome is the outcome of an item that no copied file mentions.
