@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/offpath/offpath/internal/tokenmetrics"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
@@ -33,8 +32,6 @@ type batchPath struct {
 	audit    *audit.Auditor
 	blobs    *azblob.Client
 	webhooks *webhook.Dispatcher
-	// prom, if set, shows the jobs by state of this process's last tick.
-	prom *tokenmetrics.Prometheus
 }
 
 // newBatch builds the batch control plane, the nightly summaries and the
@@ -101,7 +98,7 @@ func newBatch(cfg config.Handler, t tenancy, logger zerolog.Logger) (*batchPath,
 	if err != nil {
 		return nil, err
 	}
-	return &batchPath{svc: svc, nightly: nights, audit: auditor, blobs: blobs, webhooks: hooks, prom: t.prom}, nil
+	return &batchPath{svc: svc, nightly: nights, audit: auditor, blobs: blobs, webhooks: hooks}, nil
 }
 
 // blobClient reaches the storage account's blobs the way the tables are
@@ -158,15 +155,11 @@ func pollBatches(b *batchPath) invoke.Func {
 		if timer, err := req.Timer("timer"); err == nil && timer.IsPastDue {
 			zerolog.Ctx(ctx).Info().Msg("batch-poll is past due")
 		}
-		rep, err := b.svc.Poll(ctx)
-		if err != nil {
+		if _, err := b.svc.Poll(ctx); err != nil {
 			if errors.Is(err, context.DeadlineExceeded) {
 				return invoke.Result{}, fmt.Errorf("batch poll ran out of time: %w", err)
 			}
 			return invoke.Result{}, err
-		}
-		if b.prom != nil {
-			b.prom.SetBatchJobs(rep.States)
 		}
 		// A harvested nightly job's report is written by the tick that
 		// harvested it, or the next.

@@ -57,7 +57,11 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	metrics, prom, stopMetrics, err := newTokenMetrics(cfg, logger)
+	tables, err := tableService(cfg)
+	if err != nil {
+		return err
+	}
+	metrics, prom, stopMetrics, err := newTokenMetrics(cfg, tables, logger)
 	if err != nil {
 		return err
 	}
@@ -67,7 +71,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		defer cancel()
 		stopMetrics(ctx)
 	}()
-	tenancy, err := newTenancy(cfg, metrics)
+	tenancy, err := newTenancy(cfg, tables, metrics)
 	if err != nil {
 		return err
 	}

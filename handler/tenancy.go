@@ -28,18 +28,15 @@ type tenancy struct {
 	docs *tablestore.Documents
 	auth *auth.Authenticator
 	// prom, when the Prometheus endpoint is served, counts the queue path's
-	// outcomes and the poll tick's jobs by state.
+	// outcomes.
 	prom *tokenmetrics.Prometheus
 }
 
-// newTenancy builds the Table Storage clients and the authenticator. It does
-// no I/O: tables are created on first write, signing keys fetched on the
-// first Entra token, so start-up stays fast.
-func newTenancy(cfg config.Handler, metrics ledger.Metrics) (tenancy, error) {
-	svc, err := tableService(cfg)
-	if err != nil {
-		return tenancy{}, err
-	}
+// newTenancy builds the stores on the Table Storage client svc and the
+// authenticator. It does no I/O: tables are created on first write, signing
+// keys fetched on the first Entra token, so start-up stays fast.
+func newTenancy(cfg config.Handler, svc *aztables.ServiceClient, metrics ledger.Metrics) (tenancy, error) {
+	var err error
 	t := tenancy{
 		tables:   svc,
 		tenants:  tablestore.NewTenants(svc, tablestore.DefaultTenantsTable),

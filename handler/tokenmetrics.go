@@ -9,19 +9,21 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/config"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/tablestore"
 	"github.com/offpath/offpath/internal/tokenmetrics"
 )
 
 // newTokenMetrics builds where the ledger's changes go as token metrics:
 // Application Insights, the JSON-lines file, Prometheus' /metrics, any of
 // them, or nowhere (nil). prom is the Prometheus endpoint's metrics, if it
-// is served, for the queue path's outcomes and the poll tick's jobs. stop
-// sends what is queued and closes the file.
-func newTokenMetrics(cfg config.Handler, log zerolog.Logger) (m ledger.Metrics, prom *tokenmetrics.Prometheus, stop func(context.Context), err error) {
+// is served, for the queue path's outcomes; its jobs by state are read from
+// the job table on tables. stop sends what is queued and closes the file.
+func newTokenMetrics(cfg config.Handler, tables *aztables.ServiceClient, log zerolog.Logger) (m ledger.Metrics, prom *tokenmetrics.Prometheus, stop func(context.Context), err error) {
 	tm := cfg.TokenMetrics
 	stop = func(context.Context) {}
 	if tm == nil {
@@ -41,7 +43,8 @@ func newTokenMetrics(cfg config.Handler, log zerolog.Logger) (m ledger.Metrics, 
 		stops = append(stops, func(context.Context) { f.Close() })
 	}
 	if tm.PrometheusAddr != "" {
-		prom = tokenmetrics.NewPrometheus()
+		prom = tokenmetrics.NewPrometheus(tokenmetrics.PrometheusOptions{
+			Jobs: tablestore.NewJobs(tables, tablestore.DefaultJobsTable, nil), Log: log})
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", prom)
 		ln, err := net.Listen("tcp", tm.PrometheusAddr)

@@ -21,10 +21,6 @@ type TickReport struct {
 	Harvested int           `json:"harvested"`
 	Failed    int           `json:"failed"`
 	Duration  time.Duration `json:"duration"`
-	// States counts the active jobs the tick read by their state once
-	// polled, before admission: a job the tick admits is counted in the
-	// state it was admitted from, and in its new state by the next tick.
-	States map[string]int `json:"states,omitempty"`
 }
 
 // tick is the state of one poll tick.
@@ -96,10 +92,6 @@ func (s *Service) Poll(ctx context.Context) (TickReport, error) {
 		if j != nil {
 			live = append(live, j)
 		}
-	}
-	t.rep.States = map[string]int{}
-	for _, j := range live {
-		t.rep.States[string(j.State)]++
 	}
 	s.admit(ctx, t, live)
 	t.rep.Duration = time.Since(start)

@@ -192,6 +192,34 @@ func (s *Jobs) List(ctx context.Context, tenantID string, state batch.State, aft
 	return out, nil
 }
 
+// CountByState counts every tenant's jobs by state. It reads the State
+// column only (a projection over the job rows, not their documents), so a
+// scrape costs one pass over the table's small properties. A table not
+// created yet holds no jobs.
+func (s *Jobs) CountByState(ctx context.Context) (map[string]int, error) {
+	filter := "RowKey ge 'j:' and RowKey lt 'j;'"
+	sel := "State"
+	pager := s.t.client.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter, Select: &sel})
+	out := map[string]int{}
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			if isNotFound(err) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("count jobs by state: %w", err)
+		}
+		for _, b := range page.Entities {
+			var e struct{ State string }
+			if err := json.Unmarshal(b, &e); err != nil {
+				return nil, fmt.Errorf("count jobs by state: decode a row: %w", err)
+			}
+			out[e.State]++
+		}
+	}
+	return out, nil
+}
+
 // MarkActive adds a job to the poller's index.
 func (s *Jobs) MarkActive(ctx context.Context, tenantID, id string) error {
 	if err := s.t.ensure(ctx); err != nil {

@@ -4,9 +4,17 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
+	"maps"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/tablestore"
@@ -110,3 +118,72 @@ func TestJobs_ListAndIndex(t *testing.T) {
 		t.Errorf("active after Unmark: %d", len(active))
 	}
 }
+
+// TestJobs_CountByState counts every tenant's jobs by state from the State
+// column alone: idempotency keys and the poller's index are not jobs, an
+// update moves a job between states, and a table not created yet holds
+// none.
+func TestJobs_CountByState(t *testing.T) {
+	t.Parallel()
+	var queries []string
+	var mu sync.Mutex
+	record := policyFunc(func(req *policy.Request) (*http.Response, error) {
+		if req.Raw().Method == http.MethodGet {
+			mu.Lock()
+			queries = append(queries, req.Raw().URL.Query().Get("$select"))
+			mu.Unlock()
+		}
+		return req.Next()
+	})
+	svc, err := aztables.NewServiceClientFromConnectionString(sharedAzurite(t).ConnectionString(),
+		&aztables.ClientOptions{ClientOptions: azcore.ClientOptions{PerCallPolicies: []policy.Policy{record}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := tablestore.NewJobs(svc, tableName(t, "job"), nil)
+	ctx := context.Background()
+	if got, err := s.CountByState(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("CountByState before the table exists = %v, %v; want none", got, err)
+	}
+	now := time.Now().UTC()
+	states := map[string][]batch.State{"contoso": {batch.Held, batch.Held, batch.Accepted}, "fabrikam": {batch.Accepted, batch.Harvested}}
+	var moved batch.Job
+	for tenantID, ss := range states {
+		for i, st := range ss {
+			j := newJob(t, tenantID, now.Add(time.Duration(i)*time.Second), fmt.Sprintf("key-%d", i)) // an idempotency row each
+			j.State = st
+			j.Metadata = map[string]string{"note": strings.Repeat("x", 70_000)} // a document of two chunks
+			created, err := s.Create(ctx, j, "fp")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.MarkActive(ctx, tenantID, j.ID); err != nil {
+				t.Fatal(err)
+			}
+			if st == batch.Held {
+				moved = created
+			}
+		}
+	}
+	want := map[string]int{"held": 2, "accepted": 2, "harvested": 1}
+	if got, err := s.CountByState(ctx); err != nil || !maps.Equal(got, want) {
+		t.Fatalf("CountByState = %v, %v; want %v", got, err, want)
+	}
+	moved.State = batch.Submitted
+	if _, err := s.Update(ctx, moved); err != nil {
+		t.Fatal(err)
+	}
+	want = map[string]int{"held": 1, "submitted": 1, "accepted": 2, "harvested": 1}
+	if got, err := s.CountByState(ctx); err != nil || !maps.Equal(got, want) {
+		t.Errorf("CountByState after an update = %v, %v; want %v", got, err, want)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if last := queries[len(queries)-1]; last != "State" {
+		t.Errorf("the count's query selects %q, want the State column only", last)
+	}
+}
+
+type policyFunc func(*policy.Request) (*http.Response, error)
+
+func (f policyFunc) Do(req *policy.Request) (*http.Response, error) { return f(req) }

@@ -7,7 +7,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/outcome"
 )
@@ -18,25 +23,68 @@ import (
 //	offpath_tokens_total{tenant,alias,deployment,path,kind}  the ledger's changes
 //	offpath_tokens_corrected_total{...}                      tokens taken off rows rewritten lower
 //	offpath_documents_total{tenant,outcome}                  queue-path deliveries settled: done, refused, rejected, transient
-//	offpath_batch_jobs{state}                                batch jobs by state, as the last poll tick read them
+//	offpath_batch_jobs{state}                                batch jobs by state, read from the job table
 //
 // Counters are this process's: they start at zero when it starts, as
 // Prometheus counters do, and a negative token change is counted in
-// offpath_tokens_corrected_total rather than lowering the counter.
+// offpath_tokens_corrected_total rather than lowering the counter. The
+// jobs gauge is the job table's, the same on every instance: a scrape
+// reads it (at most once per JobsTTL, concurrent scrapes sharing one
+// read); a read that fails shows the family without series rather than an
+// old count.
 type Prometheus struct {
+	o         PrometheusOptions
 	mu        sync.Mutex
 	tokens    map[[5]string]int64
 	corrected map[[5]string]int64
 	documents map[[2]string]int64
-	jobs      map[[1]string]int64
+
+	jobsMu   sync.Mutex
+	jobs     map[string]int // nil: none read, or the last read failed
+	jobsRead time.Time
+	flight   singleflight.Group
 }
 
 var tokenLabels = []string{"tenant", "alias", "deployment", "path", "kind"}
 
+// JobStates counts batch jobs by state (package tablestore's Jobs).
+type JobStates interface {
+	CountByState(ctx context.Context) (map[string]int, error)
+}
+
+// Defaults of PrometheusOptions.
+const (
+	DefaultJobsTTL     = 30 * time.Second
+	DefaultJobsTimeout = 10 * time.Second
+)
+
+// PrometheusOptions are the Prometheus endpoint's dependencies.
+type PrometheusOptions struct {
+	// Jobs is the job table; nil: the jobs family has no series.
+	Jobs JobStates
+	// JobsTTL is how long one read of the job table serves scrapes
+	// (default DefaultJobsTTL); JobsTimeout bounds a read (default
+	// DefaultJobsTimeout).
+	JobsTTL, JobsTimeout time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Log gets the failed reads of the job table.
+	Log zerolog.Logger
+}
+
 // NewPrometheus returns an empty set of metrics.
-func NewPrometheus() *Prometheus {
-	return &Prometheus{tokens: map[[5]string]int64{}, corrected: map[[5]string]int64{},
-		documents: map[[2]string]int64{}, jobs: map[[1]string]int64{}}
+func NewPrometheus(o PrometheusOptions) *Prometheus {
+	if o.JobsTTL <= 0 {
+		o.JobsTTL = DefaultJobsTTL
+	}
+	if o.JobsTimeout <= 0 {
+		o.JobsTimeout = DefaultJobsTimeout
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Prometheus{o: o, tokens: map[[5]string]int64{}, corrected: map[[5]string]int64{},
+		documents: map[[2]string]int64{}}
 }
 
 // Emit counts the samples.
@@ -62,18 +110,55 @@ func (p *Prometheus) Settled(tenant string, k outcome.Kind) {
 	p.documents[[2]string{tenant, k.String()}]++
 }
 
-// SetBatchJobs replaces the batch jobs' gauge with count, jobs per state.
-// A state absent from count that was present before reads 0, so that a
-// scrape sees it empty rather than stuck at its last value.
-func (p *Prometheus) SetBatchJobs(count map[string]int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for k := range p.jobs {
-		p.jobs[k] = 0
+// batchJobs returns the jobs by state, every known state included (0 when
+// it has none), from a read of the job table at most JobsTTL old; nil when
+// there is no job table or its read failed.
+func (p *Prometheus) batchJobs(ctx context.Context) map[[1]string]int64 {
+	if p.o.Jobs == nil {
+		return nil
 	}
-	for state, n := range count {
-		p.jobs[[1]string{state}] = int64(n)
+	now := p.o.Now()
+	p.jobsMu.Lock()
+	counts, fresh := p.jobs, p.jobs != nil && now.Sub(p.jobsRead) < p.o.JobsTTL
+	p.jobsMu.Unlock()
+	if !fresh {
+		v, err, _ := p.flight.Do("jobs", func() (any, error) {
+			// A scrape that found the count old while another was reading it
+			// takes that read's.
+			now := p.o.Now()
+			p.jobsMu.Lock()
+			c, fresh := p.jobs, p.jobs != nil && now.Sub(p.jobsRead) < p.o.JobsTTL
+			p.jobsMu.Unlock()
+			if fresh {
+				return c, nil
+			}
+			// The read is shared: one scraper going away does not fail the others.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.o.JobsTimeout)
+			defer cancel()
+			var err error
+			c, err = p.o.Jobs.CountByState(ctx)
+			p.jobsMu.Lock()
+			p.jobs, p.jobsRead = c, p.o.Now()
+			if err != nil {
+				p.jobs = nil
+			}
+			p.jobsMu.Unlock()
+			return c, err
+		})
+		if err != nil {
+			p.o.Log.Warn().Err(err).Msg("offpath_batch_jobs: the job table could not be read; the gauge shows no series")
+			return nil
+		}
+		counts = v.(map[string]int)
 	}
+	out := map[[1]string]int64{}
+	for _, st := range batch.States() {
+		out[[1]string{string(st)}] = 0
+	}
+	for st, n := range counts {
+		out[[1]string{st}] = int64(n)
+	}
+	return out
 }
 
 // ServeHTTP writes the metrics (text exposition format 0.0.4).
@@ -84,13 +169,14 @@ func (p *Prometheus) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	jobs := p.batchJobs(r.Context())
 	var b strings.Builder
 	p.mu.Lock()
 	write(&b, "offpath_tokens_total", "Tokens the ledger recorded, by tenant, alias, deployment, path and kind.", "counter", tokenLabels, p.tokens)
 	write(&b, "offpath_tokens_corrected_total", "Tokens taken off ledger rows rewritten lower.", "counter", tokenLabels, p.corrected)
 	write(&b, "offpath_documents_total", "Queue-path deliveries settled, by tenant and outcome (done, refused, rejected, transient).", "counter",
 		[]string{"tenant", "outcome"}, p.documents)
-	write(&b, "offpath_batch_jobs", "Batch jobs by state, as the last poll tick of this process read them.", "gauge", []string{"state"}, p.jobs)
+	write(&b, "offpath_batch_jobs", "Batch jobs by state, read from the job table.", "gauge", []string{"state"}, jobs)
 	p.mu.Unlock()
 	_, _ = w.Write([]byte(b.String()))
 }

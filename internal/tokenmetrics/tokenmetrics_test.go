@@ -17,6 +17,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/rs/zerolog"
 
+	"github.com/offpath/offpath/internal/apptest"
 	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/tokenmetrics"
@@ -191,6 +192,7 @@ var shared azurite.Shared
 func TestMain(m *testing.M) {
 	code := m.Run()
 	shared.Stop()
+	apptest.Cleanup()
 	os.Exit(code)
 }
 
