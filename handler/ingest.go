@@ -27,9 +27,8 @@ import (
 // undecodable invocations are rejected before that, like any other's.
 //
 // The *ratelimit.Fleet it returns (nil when the quota is not shared) must
-// run for as long as invocations may call the models; the enqueuer (nil
-// when the queue path is off) reprocesses dead-lettered documents.
-func registerIngest(mux *invoke.Mux, cfg config.Handler, t tenancy, logger zerolog.Logger) (*ratelimit.Fleet, *ingest.Enqueuer, error) {
+// run for as long as invocations may call the models.
+func registerIngest(mux *invoke.Mux, cfg config.Handler, t tenancy, logger zerolog.Logger) (*ratelimit.Fleet, error) {
 	var enqueue, process, heavy invoke.Func
 	enq, proc, fleet, err := newIngest(cfg, t, logger)
 	switch {
@@ -38,7 +37,7 @@ func registerIngest(mux *invoke.Mux, cfg config.Handler, t tenancy, logger zerol
 		off := func(context.Context, *invoke.Request) (invoke.Result, error) { return invoke.Result{}, err }
 		enqueue, process, heavy = off, off, off
 	case err != nil:
-		return nil, nil, fmt.Errorf("queue path: %w", err)
+		return nil, fmt.Errorf("queue path: %w", err)
 	default:
 		policy := enq.Rules().Policy()
 		enqueue = ingest.EnqueueFunc(enq)
@@ -48,7 +47,7 @@ func registerIngest(mux *invoke.Mux, cfg config.Handler, t tenancy, logger zerol
 	mux.HandleTrigger(ingest.EnqueueFunction, invoke.BlobTrigger, ingest.BlobBinding, enqueue)             // blob: incoming/{name}
 	mux.HandleTrigger(ingest.ProcessFunction, invoke.ServiceBusTrigger, ingest.MessageBinding, process)    // Service Bus: doc-ingest
 	mux.HandleTrigger(ingest.ProcessHeavyFunction, invoke.ServiceBusTrigger, ingest.MessageBinding, heavy) // Service Bus: doc-ingest-heavy (AKS)
-	return fleet, enq, nil
+	return fleet, nil
 }
 
 // errIngestOff marks a queue path that is not configured.
@@ -83,7 +82,6 @@ func newIngest(cfg config.Handler, t tenancy, logger zerolog.Logger) (*ingest.En
 		Rules: rules, Catalog: cfg.Catalog, Alias: in.Alias, Tenants: t.tenants,
 		Statuses: t.docs, Ledger: t.ledger, Models: models, Blobs: ingest.BlobStore(store),
 		Chunk: chunk.Options{Size: in.ChunkTokens, Overlap: in.ChunkOverlap}, Budget: in.Budget,
-		MaxDeliveryCount: map[string]int{rules.Policy().LightQueue: in.MaxDeliveryCount, rules.Policy().HeavyQueue: in.HeavyMaxDeliveryCount},
 	}
 	if t.prom != nil {
 		o.Outcomes = t.prom

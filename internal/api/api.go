@@ -85,10 +85,6 @@ type Options struct {
 	// Webhooks keeps tenants' webhooks; their endpoints answer 503
 	// without it.
 	Webhooks Webhooks
-	// Documents reads document statuses, Reprocessor reprocesses
-	// dead-lettered documents; their endpoints answer 503 without them.
-	Documents   Documents
-	Reprocessor Reprocessor
 }
 
 // Batches runs tenants' batch jobs (package batch's Service).
@@ -161,7 +157,6 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("/api/v1/batches/{id}", methods{http.MethodGet: s.tenantOnly(s.getBatch)}.serve)
 	s.mux.HandleFunc("/api/v1/batches/{id}/results", methods{http.MethodGet: s.tenantOnly(s.batchResults)}.serve)
 	s.mux.HandleFunc("/api/v1/batches/{id}/cancel", methods{http.MethodPost: s.tenantOnly(s.cancelBatch)}.serve)
-	s.documentRoutes()
 	s.mux.HandleFunc("/", s.notFound)
 }
 
