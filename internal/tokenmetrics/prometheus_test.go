@@ -19,6 +19,7 @@ import (
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/outcome"
+	"github.com/offpath/offpath/internal/poll"
 	"github.com/offpath/offpath/internal/tablestore"
 	"github.com/offpath/offpath/internal/tokenmetrics"
 )
@@ -244,19 +245,12 @@ func TestPrometheus_BatchJobsSharedReadAndFailure(t *testing.T) {
 	}
 	// Every scrape has found no count (each asked the clock once; the
 	// first, reading, twice) and the read has started: let it finish.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, "every scrape started and the read begun", func() bool {
 		src.mu.Lock()
 		started := src.reads > 0
 		src.mu.Unlock()
-		if started && clock.calls() > len(bodies) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the scrapes did not all start: %d clock reads", clock.calls())
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return started && clock.calls() > len(bodies)
+	})
 	close(src.release)
 	wg.Wait()
 	src.mu.Lock()
