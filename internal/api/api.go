@@ -17,6 +17,7 @@ import (
 	"crypto/rand"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/offpath/offpath/internal/auth"
@@ -100,7 +101,9 @@ type Batches interface {
 type Server struct {
 	o   Options
 	mux *http.ServeMux
-	doc openAPIDoc
+	// doc is the OpenAPI document, converted on its first request: the
+	// conversion takes milliseconds, which a cold start need not pay.
+	doc func() openAPIDoc
 }
 
 // New returns the API.
@@ -120,7 +123,7 @@ func New(o Options) *Server {
 	if o.MaxBatchBody <= 0 {
 		o.MaxBatchBody = DefaultMaxBatchBody
 	}
-	s := &Server{o: o, mux: http.NewServeMux(), doc: newOpenAPIDoc()}
+	s := &Server{o: o, mux: http.NewServeMux(), doc: sync.OnceValue(newOpenAPIDoc)}
 	s.routes()
 	return s
 }

@@ -43,21 +43,22 @@ func newOpenAPIDoc() openAPIDoc {
 // everyone and changes only with the binary, so caches may keep it for an
 // hour and revalidate it by its ETag.
 func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {
-	if s.doc.err != nil {
+	doc := s.doc()
+	if doc.err != nil {
 		writeError(w, http.StatusServiceUnavailable, "unavailable", "the OpenAPI document is unavailable")
 		return
 	}
 	h := w.Header()
 	h.Set("Cache-Control", "public, max-age=3600")
-	h.Set("ETag", s.doc.etag)
+	h.Set("ETag", doc.etag)
 	h.Set("X-Content-Type-Options", "nosniff")
 	for _, tag := range strings.Split(r.Header.Get("If-None-Match"), ",") {
-		if t := strings.TrimSpace(tag); t == s.doc.etag || t == "*" {
+		if t := strings.TrimSpace(tag); t == doc.etag || t == "*" {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
 	}
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(s.doc.body)
+	_, _ = w.Write(doc.body)
 }
