@@ -27,9 +27,11 @@ import (
 // batchPath is the batch side of the handler: the control plane and the
 // scheduled work that goes through it.
 type batchPath struct {
-	svc      *batch.Service
-	nightly  *nightly.Service
-	audit    *audit.Auditor
+	svc     *batch.Service
+	nightly *nightly.Service
+	audit   *audit.Auditor
+	// findings are the audit's records, which the console shows.
+	findings *tablestore.Audit
 	blobs    *azblob.Client
 	webhooks *webhook.Dispatcher
 }
@@ -62,7 +64,7 @@ func newBatch(cfg config.Handler, t tenancy, logger zerolog.Logger) (*batchPath,
 	tables := t.tables
 	store := blobstore.New(blobs, blobstore.Options{})
 	jobs := tablestore.NewJobs(tables, tablestore.DefaultJobsTable, nil)
-	alerts := alert.New(b.AlertWebhook, nil)
+	alerts := alert.New(b.AlertWebhook, nil, t.alerts)
 	svc, err := batch.New(batch.Options{
 		Jobs: jobs, Blobs: store,
 		Azure: azure, Ledger: t.ledger, Budgets: ledger.NewBudgets(t.ledger), Catalog: cfg.Catalog,
@@ -89,7 +91,8 @@ func newBatch(cfg config.Handler, t tenancy, logger zerolog.Logger) (*batchPath,
 	if err != nil {
 		return nil, err
 	}
-	auditor, err := audit.New(audit.Options{Azure: azure, Active: jobs, Jobs: jobs, Store: tablestore.NewAudit(tables, ""),
+	findings := tablestore.NewAudit(tables, "")
+	auditor, err := audit.New(audit.Options{Azure: azure, Active: jobs, Jobs: jobs, Store: findings,
 		Ledger: t.ledger, Tenants: t.tenants, Catalog: cfg.Catalog, Alerts: alerts, MinAge: n.AuditMinAge})
 	if err != nil {
 		return nil, err
@@ -98,7 +101,7 @@ func newBatch(cfg config.Handler, t tenancy, logger zerolog.Logger) (*batchPath,
 	if err != nil {
 		return nil, err
 	}
-	return &batchPath{svc: svc, nightly: nights, audit: auditor, blobs: blobs, webhooks: hooks}, nil
+	return &batchPath{svc: svc, nightly: nights, audit: auditor, findings: findings, blobs: blobs, webhooks: hooks}, nil
 }
 
 // blobClient reaches the storage account's blobs the way the tables are

@@ -41,7 +41,7 @@ func newReconciler(cfg config.Handler, t tenancy) (*reconcile.Reconciler, error)
 		webhook = cfg.Batch.AlertWebhook
 	}
 	tables := t.tables
-	return reconcile.New(reconcile.Options{Metrics: metrics, Ledger: t.ledger, Tenants: t.tenants, Alerts: alert.New(webhook, nil),
+	return reconcile.New(reconcile.Options{Metrics: metrics, Ledger: t.ledger, Tenants: t.tenants, Alerts: alert.New(webhook, nil, t.alerts),
 		Watermark:        tablestore.NewWatermark(tables, "", "reconcile"),
 		BatchDeployments: batchDeps, Settle: r.Settle, Tolerance: r.Tolerance, MinTokens: r.MinTokens})
 }

@@ -26,7 +26,10 @@ type tenancy struct {
 	webhooks *tablestore.Webhooks
 	// docs are the document statuses, where rejections are recorded.
 	docs *tablestore.Documents
-	auth *auth.Authenticator
+	// alerts is the record of raised alerts that every alert sender keeps
+	// and the console reads.
+	alerts *tablestore.Alerts
+	auth   *auth.Authenticator
 	// prom, when the Prometheus endpoint is served, counts the queue path's
 	// outcomes.
 	prom *tokenmetrics.Prometheus
@@ -43,6 +46,7 @@ func newTenancy(cfg config.Handler, svc *aztables.ServiceClient, metrics ledger.
 		ledger:   tablestore.NewLedger(svc, tablestore.LedgerOptions{Metrics: metrics}),
 		webhooks: tablestore.NewWebhooks(svc, tablestore.DefaultWebhooksTable),
 		docs:     tablestore.NewDocuments(svc, "", nil),
+		alerts:   tablestore.NewAlerts(svc, "", 0, nil),
 	}
 	var verifier *entra.Verifier
 	if cfg.Entra != nil {

@@ -3,8 +3,10 @@
 // for hours). An alert is an error log event whose message starts with a
 // stable marker, "offpath-alert name=<name>:" (and which carries the name
 // in an "alert" field too), and, when a webhook URL is configured, a JSON
-// POST to it. Delivery to the webhook is best effort and bounded in time:
-// the log line is the record.
+// POST to it, and, when a Recorder is given, a row in a record of raised
+// alerts that the operator's console reads (package tablestore's Alerts).
+// Delivery to the webhook and the record are best effort and bounded in
+// time: the log line is the alert of record.
 //
 // The marker is in the message because the message is all that reaches
 // Application Insights from a custom handler: the Functions host records
@@ -38,26 +40,74 @@ type Alert struct {
 	At      time.Time      `json:"at"`
 }
 
-// Sender logs alerts and posts them to a webhook.
+// Recorder keeps a record of raised alerts (package tablestore's Alerts).
+type Recorder interface {
+	Record(ctx context.Context, a Alert) error
+}
+
+// Recorded is an alert as the record keeps it, with its id.
+type Recorded struct {
+	ID string `json:"id"`
+	Alert
+}
+
+// ValidID says whether s has the shape of a recorded alert's id: 19
+// digits, a hyphen and 8 lower-case hex digits.
+func ValidID(s string) bool {
+	if len(s) != 28 || s[19] != '-' {
+		return false
+	}
+	for i, c := range []byte(s) {
+		switch {
+		case i == 19:
+		case i < 19 && c >= '0' && c <= '9':
+		case i > 19 && (c >= '0' && c <= '9' || c >= 'a' && c <= 'f'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Sender logs alerts, records them and posts them to a webhook.
 type Sender struct {
 	webhook string
 	client  *http.Client
+	record  Recorder
 }
 
-// New returns a Sender; webhook may be empty (log only). client nil means
-// a client with a 5-second timeout.
-func New(webhook string, client *http.Client) *Sender {
+// New returns a Sender; webhook may be empty (no webhook) and record nil
+// (no record). client nil means a client with a 5-second timeout.
+func New(webhook string, client *http.Client, record Recorder) *Sender {
 	if client == nil {
 		client = &http.Client{Timeout: 5 * time.Second}
 	}
-	return &Sender{webhook: webhook, client: client}
+	return &Sender{webhook: webhook, client: client, record: record}
 }
 
-// Raise logs a at error level on the context's logger and posts it to the
-// webhook if there is one.
+// sendTimeout bounds the record's write and the webhook's POST, each.
+const sendTimeout = 5 * time.Second
+
+// Raise logs a at error level on the context's logger, records it and
+// posts it to the webhook, where there are a record and a webhook. A zero
+// At is now.
 func (s *Sender) Raise(ctx context.Context, a Alert) {
 	Log(ctx, a)
-	if s == nil || s.webhook == "" {
+	if s == nil {
+		return
+	}
+	if a.At.IsZero() {
+		a.At = time.Now().UTC()
+	}
+	if s.record != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
+		err := s.record.Record(rctx, a)
+		cancel()
+		if err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Str("alert", a.Name).Msg("alert not recorded")
+		}
+	}
+	if s.webhook == "" {
 		return
 	}
 	if err := s.post(ctx, a); err != nil {
@@ -101,14 +151,11 @@ func Log(ctx context.Context, a Alert) {
 }
 
 func (s *Sender) post(ctx context.Context, a Alert) error {
-	if a.At.IsZero() {
-		a.At = time.Now().UTC()
-	}
 	body, err := json.Marshal(a)
 	if err != nil {
 		return fmt.Errorf("encode alert: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.webhook, bytes.NewReader(body))
 	if err != nil {

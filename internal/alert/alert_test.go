@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -52,7 +53,7 @@ func TestSender_Raise(t *testing.T) {
 			mu.Lock()
 			before := len(posted)
 			mu.Unlock()
-			alert.New(tt.webhook, nil).Raise(ctx, alert.Alert{Name: "batch_failed", Tenant: "contoso", Job: "j1", Message: "part failed",
+			alert.New(tt.webhook, nil, nil).Raise(ctx, alert.Alert{Name: "batch_failed", Tenant: "contoso", Job: "j1", Message: "part failed",
 				Fields: map[string]any{"part": 0}, At: time.Now()})
 			var first map[string]any
 			line, _, _ := strings.Cut(buf.String(), "\n")
@@ -75,5 +76,49 @@ func TestSender_Raise(t *testing.T) {
 	}
 	if len(posted) == 1 && (posted[0].Name != "batch_failed" || posted[0].Job != "j1") {
 		t.Errorf("posted %+v", posted[0])
+	}
+}
+
+// recorder is a Recorder that keeps what it is given, or fails.
+type recorder struct {
+	mu   sync.Mutex
+	got  []alert.Alert
+	fail bool
+}
+
+func (r *recorder) Record(ctx context.Context, a alert.Alert) error {
+	if _, ok := ctx.Deadline(); !ok {
+		return errors.New("record called without a deadline")
+	}
+	if r.fail {
+		return errors.New("table unavailable")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, a)
+	return nil
+}
+
+// TestSender_Raise_Records: every raised alert is recorded, with its time
+// (now when the raiser gave none), even when the raiser's context is
+// already cancelled; a failing record is logged and the alert still logged.
+func TestSender_Raise_Records(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	ctx, cancel := context.WithCancel(zerolog.New(&buf).WithContext(context.Background()))
+	cancel()
+	rec := &recorder{}
+	before := time.Now().UTC()
+	alert.New("", nil, rec).Raise(ctx, alert.Alert{Name: "batch_expired", Tenant: "contoso", Job: "j2", Message: "expired"})
+	if len(rec.got) != 1 || rec.got[0].Name != "batch_expired" || rec.got[0].Job != "j2" || rec.got[0].At.Before(before) {
+		t.Fatalf("recorded %+v, want the batch_expired alert stamped now", rec.got)
+	}
+
+	buf.Reset()
+	ctx = zerolog.New(&buf).WithContext(context.Background())
+	alert.New("", nil, &recorder{fail: true}).Raise(ctx, alert.Alert{Name: "batch_failed", Message: "part failed"})
+	out := buf.String()
+	if !strings.Contains(out, "offpath-alert name=batch_failed: part failed") || !strings.Contains(out, "alert not recorded") {
+		t.Errorf("log = %s, want the alert and the failed record", out)
 	}
 }

@@ -163,7 +163,7 @@ func TestAlertRules_MatchWhatReachesApplicationInsights(t *testing.T) {
 				want = otherAlertRule
 			}
 			tr := invokeTimer(t, func(ctx context.Context, _ *invoke.Request) (invoke.Result, error) {
-				alert.New("", nil).Raise(ctx, alert.Alert{Name: name, Tenant: "contoso", Job: "j1", Message: alertMessageProse,
+				alert.New("", nil, nil).Raise(ctx, alert.Alert{Name: name, Tenant: "contoso", Job: "j1", Message: alertMessageProse,
 					Fields: map[string]any{"part": 0}})
 				return invoke.Result{}, nil
 			})
@@ -196,7 +196,7 @@ func TestAlertRules_MatchWhatReachesApplicationInsights(t *testing.T) {
 		// the host drops a non-2xx reply's Logs, so the host log of stdout
 		// is what carries the alert.
 		tr := invokeTimer(t, func(ctx context.Context, _ *invoke.Request) (invoke.Result, error) {
-			alert.New("", nil).Raise(ctx, alert.Alert{Name: nightly.AlertRunFailed, Message: "the nightly summaries of 2026-11-30 failed"})
+			alert.New("", nil, nil).Raise(ctx, alert.Alert{Name: nightly.AlertRunFailed, Message: "the nightly summaries of 2026-11-30 failed"})
 			return invoke.Result{}, errors.New("storage unavailable")
 		})
 		if tr.status < 500 || tr.logs != nil {
@@ -247,7 +247,7 @@ func TestAlertRules_MatchWhatReachesApplicationInsights(t *testing.T) {
 		tr := invokeTimer(t, func(ctx context.Context, _ *invoke.Request) (invoke.Result, error) {
 			// Raise through a failing webhook: the warning names the alert
 			// in a field, and must not fire a second time.
-			alert.New(failing.URL, nil).Raise(ctx, alert.Alert{Name: "batch_failed", Message: "part failed"})
+			alert.New(failing.URL, nil, nil).Raise(ctx, alert.Alert{Name: "batch_failed", Message: "part failed"})
 			zerolog.Ctx(ctx).Error().Str("alert_like", "batch_failed").Msg("a plain error mentioning batch_failed")
 			return invoke.Result{}, nil
 		})
