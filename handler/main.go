@@ -23,6 +23,7 @@ import (
 
 	"github.com/offpath/offpath/internal/api"
 	"github.com/offpath/offpath/internal/config"
+	"github.com/offpath/offpath/internal/console"
 	"github.com/offpath/offpath/internal/ingest"
 	"github.com/offpath/offpath/internal/invoke"
 	"github.com/offpath/offpath/internal/openaiapi"
@@ -87,9 +88,10 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	apiOpts := api.Options{
 		Build: buildInfo(), Started: time.Now(),
 		Auth: tenancy.auth, Tenants: tenancy.tenants, Usage: tenancy.ledger, Catalog: cfg.Catalog, Webhooks: tenancy.webhooks,
+		Console: console.New(), Alerts: tenancy.alerts,
 	}
 	if batches != nil {
-		apiOpts.Batches = batches.svc
+		apiOpts.Batches, apiOpts.Held, apiOpts.Findings, apiOpts.Reports = batches.svc, batches.svc, batches.findings, batches.nightly
 	}
 	// Every invocation whose data cannot be decoded is a rejection recorded
 	// in the document statuses (invoke.Mux.reject): never a retry.

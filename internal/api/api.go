@@ -86,6 +86,16 @@ type Options struct {
 	// Webhooks keeps tenants' webhooks; their endpoints answer 503
 	// without it.
 	Webhooks Webhooks
+	// Console serves the console page under /api/v1/console/ (package
+	// console); 404 without it.
+	Console http.Handler
+	// The operator's views (admin credential): the record of raised
+	// alerts, the jobs held for admission, the second-door audit's
+	// findings and the morning reports. Each answers 503 without its store.
+	Alerts   AlertRecord
+	Held     HeldJobs
+	Findings Findings
+	Reports  Reports
 }
 
 // Batches runs tenants' batch jobs (package batch's Service).
@@ -160,6 +170,21 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("/api/v1/batches/{id}", methods{http.MethodGet: s.tenantOnly(s.getBatch)}.serve)
 	s.mux.HandleFunc("/api/v1/batches/{id}/results", methods{http.MethodGet: s.tenantOnly(s.batchResults)}.serve)
 	s.mux.HandleFunc("/api/v1/batches/{id}/cancel", methods{http.MethodPost: s.tenantOnly(s.cancelBatch)}.serve)
+	s.mux.HandleFunc("/api/v1/whoami", methods{http.MethodGet: s.authed(s.whoami)}.serve)
+	s.mux.HandleFunc("/api/v1/usage/daily", methods{http.MethodGet: s.authed(s.usageDaily)}.serve)
+	s.mux.HandleFunc("/api/v1/alerts", methods{http.MethodGet: s.admin(s.alerts)}.serve)
+	s.mux.HandleFunc("/api/v1/held-jobs", methods{http.MethodGet: s.admin(s.heldJobs)}.serve)
+	s.mux.HandleFunc("/api/v1/audit", methods{http.MethodGet: s.admin(s.findings)}.serve)
+	s.mux.HandleFunc("/api/v1/reports", methods{http.MethodGet: s.admin(s.morningReports)}.serve)
+	s.mux.HandleFunc("/api/v1/reports/{day}", methods{http.MethodGet: s.admin(s.morningReport)}.serve)
+	if s.o.Console != nil {
+		s.mux.Handle("/api/v1/console/{$}", s.o.Console)
+		s.mux.HandleFunc("/api/v1/console", methods{http.MethodGet: func(w http.ResponseWriter, r *http.Request) {
+			u := *r.URL
+			u.Path += "/"
+			http.Redirect(w, r, u.RequestURI(), http.StatusMovedPermanently)
+		}}.serve)
+	}
 	s.mux.HandleFunc("/", s.notFound)
 }
 

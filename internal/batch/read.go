@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 )
 
 // ErrNotReady: a job has no harvested results yet.
@@ -121,4 +122,33 @@ func (s *Service) JobByKey(ctx context.Context, tenantID, key string) (Job, erro
 		return Job{}, err
 	}
 	return s.o.Jobs.Get(ctx, tenantID, id)
+}
+
+// Held returns every tenant's jobs that have a part waiting for admission
+// after an attempt (its HeldReason says why), oldest first: the poller's
+// index of active jobs, each read. A job that ended since the index was
+// read is left out.
+func (s *Service) Held(ctx context.Context) ([]Job, error) {
+	refs, err := s.o.Jobs.ListActive(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []Job{}
+	for _, ref := range refs {
+		j, err := s.o.Jobs.Get(ctx, ref.Tenant, ref.ID)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("held jobs: %w", err)
+		}
+		for i := range j.Parts {
+			if p := &j.Parts[i]; p.Status == PartPending && p.HeldReason != "" {
+				out = append(out, j)
+				break
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Job) int { return a.Created.Compare(b.Created) })
+	return out, nil
 }

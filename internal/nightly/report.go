@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/offpath/offpath/internal/alert"
 	"github.com/offpath/offpath/internal/batch"
+	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/report"
 )
 
@@ -227,4 +229,40 @@ func (s *Service) usage(ctx context.Context, job *batch.Job) (report.Usage, erro
 		}
 	}
 	return u, nil
+}
+
+// ReportDays returns the days ("yyyy-mm-dd") that have a morning report,
+// oldest first.
+func (s *Service) ReportDays(ctx context.Context) ([]string, error) {
+	names, err := s.o.Blobs.List(ctx, s.o.Reports, "")
+	if err != nil {
+		return nil, fmt.Errorf("list morning reports: %w", err)
+	}
+	days := []string{}
+	for _, n := range names {
+		day, ok := strings.CutSuffix(n, ".html")
+		if _, err := time.Parse(time.DateOnly, day); ok && err == nil {
+			days = append(days, day)
+		}
+	}
+	slices.Sort(days)
+	return days, nil
+}
+
+// OpenReport streams a day's morning report, HTML or Markdown; a day
+// without one is blobstore.ErrNotFound.
+func (s *Service) OpenReport(ctx context.Context, day string, markdown bool) (io.ReadCloser, error) {
+	if _, err := time.Parse(time.DateOnly, day); err != nil {
+		return nil, fmt.Errorf("report of %q: %w", day, blobstore.ErrNotFound)
+	}
+	html, md := ReportBlobs(day)
+	name := html
+	if markdown {
+		name = md
+	}
+	r, _, err := s.o.Blobs.Open(ctx, s.o.Reports, name)
+	if err != nil {
+		return nil, fmt.Errorf("report of %s: %w", day, err)
+	}
+	return r, nil
 }

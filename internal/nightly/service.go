@@ -64,6 +64,7 @@ type Blobs interface {
 	Create(ctx context.Context, container, name string, metadata map[string]string) (*blobstore.Writer, error)
 	Open(ctx context.Context, container, name string) (io.ReadCloser, blobstore.Info, error)
 	Delete(ctx context.Context, container, name string) error
+	List(ctx context.Context, container, prefix string) ([]string, error)
 	DeletePrefix(ctx context.Context, container, prefix string) error
 	SetContentType(ctx context.Context, container, name, contentType string) error
 }
