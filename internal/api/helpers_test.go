@@ -22,6 +22,7 @@ import (
 	"github.com/offpath/offpath/internal/auth"
 	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/catalog"
+	"github.com/offpath/offpath/internal/console"
 	"github.com/offpath/offpath/internal/entra"
 	"github.com/offpath/offpath/internal/entra/entratest"
 	"github.com/offpath/offpath/internal/invoke"
@@ -69,6 +70,12 @@ type env struct {
 	signer  *entratest.Signer
 	catalog *catalog.Catalog
 	authn   *auth.Authenticator
+	// The operator's stores: the alert record and the audit's records on
+	// Azurite, held jobs and morning reports in memory.
+	alerts   *tablestore.Alerts
+	findings *tablestore.Audit
+	held     *heldJobs
+	reports  *reports
 }
 
 type syncBuffer struct {
@@ -115,9 +122,13 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e.authn = auth.New(auth.Options{Credentials: e.tenants, AdminKeyHashes: hashes, Entra: verifier, Now: func() time.Time { return now }})
+	e.alerts = tablestore.NewAlerts(svc, "apialr"+n, 0, func() time.Time { return now })
+	e.findings = tablestore.NewAudit(svc, "apiaud"+n)
+	e.held, e.reports = &heldJobs{}, &reports{days: map[string]string{}}
 	srv := api.New(api.Options{
 		Build: api.Build{Version: "test"}, Started: now, Auth: e.authn, Tenants: e.tenants, Usage: e.ledger,
 		Catalog: e.catalog, Now: func() time.Time { return now }, Webhooks: tablestore.NewWebhooks(svc, "apihook"+n),
+		Console: console.New(), Alerts: e.alerts, Findings: e.findings, Held: e.held, Reports: e.reports,
 	})
 	logger := zerolog.New(e.logs).Level(zerolog.DebugLevel)
 	mux := invoke.NewMux(logger, invoke.Options{Timeout: time.Minute})
