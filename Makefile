@@ -62,7 +62,8 @@ vet: deps
 
 # vet, unit tests and the integration tests against Azurite (each test
 # package starts its own), with the race detector. Headless Chromium (Debian's
-# package, installed when missing) renders the morning report in its test.
+# package, installed when missing) renders the morning report in its test
+# and runs the console page, driven by playwright-core, in another.
 test: deps
 	./scripts/ensure-chromium
 	$(GO) vet ./...
