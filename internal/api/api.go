@@ -59,6 +59,8 @@ type Tenants interface {
 // from the rollups kept with the rows).
 type Usage interface {
 	Report(ctx context.Context, tenantID string, m ledger.Month) (ledger.Report, error)
+	// Rollups are the month's sums per UTC day and line.
+	Rollups(ctx context.Context, tenantID string, m ledger.Month) ([]ledger.Rollup, error)
 }
 
 // Options are the API's dependencies. Health and version need none of them;
@@ -178,11 +180,12 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("/api/v1/reports", methods{http.MethodGet: s.admin(s.morningReports)}.serve)
 	s.mux.HandleFunc("/api/v1/reports/{day}", methods{http.MethodGet: s.admin(s.morningReport)}.serve)
 	if s.o.Console != nil {
-		s.mux.Handle("/api/v1/console/{$}", s.o.Console)
+		s.mux.HandleFunc("/api/v1/console/{$}", methods{http.MethodGet: s.o.Console.ServeHTTP}.serve)
 		s.mux.HandleFunc("/api/v1/console", methods{http.MethodGet: func(w http.ResponseWriter, r *http.Request) {
 			u := *r.URL
 			u.Path += "/"
-			http.Redirect(w, r, u.RequestURI(), http.StatusMovedPermanently)
+			w.Header().Set("Location", u.RequestURI())
+			w.WriteHeader(http.StatusMovedPermanently)
 		}}.serve)
 	}
 	s.mux.HandleFunc("/", s.notFound)

@@ -121,23 +121,21 @@ func (s *Server) usageDaily(w http.ResponseWriter, r *http.Request, p auth.Princ
 		fail(w, r, err)
 		return
 	}
-	entries, err := s.o.Usage.Month(ctx, id, m)
+	rollups, err := s.o.Usage.Rollups(ctx, id, m)
 	if err != nil {
 		fail(w, r, err)
 		return
 	}
-	byDay := map[string][]ledger.Entry{}
-	for _, e := range entries {
-		at := e.Recorded
-		if at.IsZero() {
-			at = m.Start()
-		}
-		day := at.UTC().Format(time.DateOnly)
-		byDay[day] = append(byDay[day], e)
+	byDay := map[string][]ledger.Rollup{}
+	for _, u := range rollups {
+		byDay[u.Day] = append(byDay[u.Day], u)
 	}
-	v := dailyView{Tenant: id, Month: m, Days: []dayView{}, Total: ledger.Summarize(id, m, entries).Total.View()}
-	for day, es := range byDay {
-		rv := ledger.Summarize(id, m, es).View(0)
+	v := dailyView{Tenant: id, Month: m, Days: []dayView{}, Total: ledger.SummarizeRollups(id, m, rollups).Total.View()}
+	for day, us := range byDay {
+		rv := ledger.SummarizeRollups(id, m, us).View(0)
+		if len(rv.Lines) == 0 {
+			continue
+		}
 		v.Days = append(v.Days, dayView{Day: day, Lines: rv.Lines, Total: rv.Total})
 	}
 	slices.SortFunc(v.Days, func(a, b dayView) int { return cmp.Compare(a.Day, b.Day) })

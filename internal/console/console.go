@@ -64,17 +64,8 @@ func hash(b []byte) string {
 	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:])
 }
 
-// ServeHTTP answers GET and HEAD of Path (any query) with the page.
+// ServeHTTP answers with the page; the API routes only GET of Path here.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != Path {
-		http.NotFound(w, r)
-		return
-	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
 	hd := w.Header()
 	hd.Set("Content-Type", "text/html; charset=utf-8")
 	hd.Set("Content-Security-Policy", h.csp)
@@ -82,8 +73,5 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("X-Frame-Options", "DENY")
 	hd.Set("Referrer-Policy", "no-referrer")
 	hd.Set("Cache-Control", "no-store")
-	if r.Method == http.MethodHead {
-		return
-	}
 	_, _ = w.Write(h.page)
 }

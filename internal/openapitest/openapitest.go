@@ -59,8 +59,9 @@ var registerOnce sync.Once
 func New(tb testing.TB) *Validator {
 	tb.Helper()
 	registerOnce.Do(func() {
-		// JSON lines stream as text: the schema says string.
+		// JSON lines stream and pages are text: the schema says string.
 		openapi3filter.RegisterBodyDecoder("application/x-ndjson", openapi3filter.PlainBodyDecoder)
+		openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
 	})
 	doc, err := Load()
 	if err != nil {

@@ -324,15 +324,24 @@ func conditional(b []byte, found bool, etag azcore.ETag) aztables.TransactionAct
 // Report is a tenant's month from its rollups: one range query over
 // days × lines rows, however many ledger rows the month holds.
 func (l *Ledger) Report(ctx context.Context, tenantID string, m ledger.Month) (ledger.Report, error) {
-	rows, err := l.rollups(ctx, tenantID, m)
+	rollups, err := l.Rollups(ctx, tenantID, m)
 	if err != nil {
 		return ledger.Report{}, err
+	}
+	return ledger.SummarizeRollups(tenantID, m, rollups), nil
+}
+
+// Rollups are a tenant-month's rollups, one per day and line.
+func (l *Ledger) Rollups(ctx context.Context, tenantID string, m ledger.Month) ([]ledger.Rollup, error) {
+	rows, err := l.rollups(ctx, tenantID, m)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]ledger.Rollup, len(rows))
 	for i := range rows {
 		out[i] = rows[i].row.rollup()
 	}
-	return ledger.SummarizeRollups(tenantID, m, out), nil
+	return out, nil
 }
 
 // rollups reads a month's rollup rows with their versions.
