@@ -297,6 +297,42 @@ func TestCLI_ModelsAndAdminKey(t *testing.T) {
 	}
 }
 
+// An alias with several batch deployments: models lists them cheapest
+// first with their quotas and zones, and sizing -batch derives the quota
+// setting from the quotas the catalog states.
+func TestCLI_BatchDeployments(t *testing.T) {
+	t.Parallel()
+	price := func(in, out string) string {
+		return `"price":{"input_per_1m":` + in + `,"cached_input_per_1m":0,"output_per_1m":` + out + `}`
+	}
+	models := `{"version":1,"aliases":{"summarize":{"batch":[
+		{"deployment":"mini-batch-eu",` + price("0.1", "0.4") + `,"enqueued_token_quota":30000000,"data_zone":"eu"},
+		{"deployment":"mini-batch",` + price("0.075", "0.3") + `,"enqueued_token_quota":1000000000},
+		{"deployment":"mini-batch-b",` + price("0.075", "0.3") + `}]}}}`
+	env := map[string]string{"OFFPATH_MODELS": models}
+	out := mustRun(t, env, "models")
+	first, eu := strings.Index(out, "mini-batch "), strings.Index(out, "mini-batch-eu")
+	if first < 0 || eu < first || !strings.Contains(out, "1,000,000,000  global") || !strings.Contains(out, "30,000,000  eu") {
+		t.Errorf("models: want the cheapest first, with quotas and zones:\n%s", out)
+	}
+	out = mustRun(t, env, "sizing", "-batch")
+	for _, want := range []string{"OFFPATH_BATCH_QUOTA=mini-batch=900000000,mini-batch-eu=27000000", "mini-batch-b states no enqueued_token_quota"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("sizing -batch lacks %q:\n%s", want, out)
+		}
+	}
+	out = mustRun(t, env, "sizing", "-batch", "-batch-utilisation", "0.5", "-json")
+	var plan struct {
+		Setting string `json:"setting"`
+	}
+	if err := json.Unmarshal([]byte(out), &plan); err != nil || plan.Setting != "mini-batch=500000000,mini-batch-eu=15000000" {
+		t.Errorf("sizing -batch -json: %v\n%s", err, out)
+	}
+	if _, err := offpath(t, env, "sizing", "-batch", "-batch-utilisation", "1.5"); err == nil || !strings.Contains(err.Error(), "utilisation") {
+		t.Errorf("sizing -batch -batch-utilisation 1.5: %v", err)
+	}
+}
+
 func TestThousands(t *testing.T) {
 	t.Parallel()
 	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -1234: "-1,234"} {

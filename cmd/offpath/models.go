@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/offpath/offpath/internal/auth"
 )
@@ -21,22 +22,33 @@ func (c *cli) listModels(args []string) error {
 	if *asJSON {
 		return c.printJSON(cat.Aliases())
 	}
-	g := &grid{right: []bool{false, false, false, true, true, true, false}}
-	g.add("ALIAS", "PATH", "DEPLOYMENT", "INPUT $/1M", "CACHED $/1M", "OUTPUT $/1M", "DESCRIPTION")
+	g := &grid{right: []bool{false, false, false, true, true, true, true, false, true, false}}
+	g.add("ALIAS", "PATH", "DEPLOYMENT", "INPUT $/1M", "CACHED $/1M", "OUTPUT $/1M", "ENQUEUED QUOTA", "ZONE", "WEIGHT", "DESCRIPTION")
 	for _, a := range cat.Aliases() {
 		desc := a.Description
 		if a.Queue != nil {
 			p := a.Queue.Price
-			g.add(a.Name, "queue", a.Queue.Name, p.Input.String(), p.CachedInput.String(), p.Output.String(), desc)
+			g.add(a.Name, "queue", a.Queue.Name, p.Input.String(), p.CachedInput.String(), p.Output.String(), "", "", "", desc)
 			desc = ""
 		}
 		if a.Embedding != nil {
 			p := a.Embedding.Price
-			g.add(a.Name, "queue", a.Embedding.Name, p.Input.String(), p.CachedInput.String(), p.Output.String(), "(embeddings) "+desc)
+			g.add(a.Name, "queue", a.Embedding.Name, p.Input.String(), p.CachedInput.String(), p.Output.String(), "", "", "", "(embeddings) "+desc)
 			desc = ""
 		}
-		for _, d := range a.Batch {
-			g.add(a.Name, "batch", d.Name, d.Price.Input.String(), d.Price.CachedInput.String(), d.Price.Output.String(), desc)
+		// In the order the scheduler prefers them.
+		for _, d := range a.BatchFor("") {
+			quota, zone, weight := "-", "global", "1"
+			if d.EnqueuedTokenQuota > 0 {
+				quota = thousands(d.EnqueuedTokenQuota)
+			}
+			if d.DataZone != "" {
+				zone = d.DataZone
+			}
+			if d.Weight > 0 {
+				weight = strconv.Itoa(d.Weight)
+			}
+			g.add(a.Name, "batch", d.Name, d.Price.Input.String(), d.Price.CachedInput.String(), d.Price.Output.String(), quota, zone, weight, desc)
 			desc = ""
 		}
 	}

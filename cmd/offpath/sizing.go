@@ -13,8 +13,8 @@ import (
 // sizing derives the worker pool's limits from a deployment's quota and,
 // with -write, puts them into the manifests or the Bicep parameters.
 func (c *cli) sizing(args []string) error {
-	fs := c.flags("sizing", "-tokens-per-document N [-deployment D | -tpm T -rpm R] [flags]",
-		"Derive maxReplicaCount, KEDA messageCount, maxConcurrentCalls and per-instance TPM/RPM from the deployment's quota;\n-write puts them into the infrastructure files (infra/k8s for aks, infra/main.parameters.json for flex).")
+	fs := c.flags("sizing", "-tokens-per-document N [-deployment D | -tpm T -rpm R] [flags] | -batch [-batch-utilisation U]",
+		"With -batch, derive OFFPATH_BATCH_QUOTA from the catalog's enqueued-token quotas. Otherwise derive maxReplicaCount, KEDA messageCount, maxConcurrentCalls and per-instance TPM/RPM from the deployment's quota;\n-write puts them into the infrastructure files (infra/k8s for aks, infra/main.parameters.json for flex).")
 	deployments := fs.String("deployments", "", "model deployments file, capacity = TPM in thousands (default: the built-in infra/model-deployments.json)")
 	deployment := fs.String("deployment", "gpt-4o-mini", "deployment whose quota the pool shares")
 	tpm := fs.Int("tpm", 0, "tokens per minute (overrides the deployments file)")
@@ -30,10 +30,15 @@ func (c *cli) sizing(args []string) error {
 	write := fs.Bool("write", false, "write the plan into infra/k8s (aks) or infra/main.parameters.json (flex)")
 	infra := fs.String("infra", "infra", "the infrastructure folder -write changes")
 	asJSON := fs.Bool("json", false, "print JSON")
+	batch := fs.Bool("batch", false, "derive OFFPATH_BATCH_QUOTA instead: the enqueued-token limit per Global Batch deployment, from the quotas the catalog (-models) states")
+	batchUtil := fs.Float64("batch-utilisation", sizing.DefaultBatchUtilisation, "with -batch: the share of each deployment's enqueued-token quota offpath admits up to")
 	if pos, err := c.parse(fs, args); err != nil {
 		return err
 	} else if err := none(fs, pos, ""); err != nil {
 		return err
+	}
+	if *batch {
+		return c.batchSizing(*batchUtil, *asJSON)
 	}
 	if *tokens <= 0 {
 		return usagef("sizing: missing -tokens-per-document (the counted tokens of one document, all calls)")
@@ -94,5 +99,34 @@ func (c *cli) sizing(args []string) error {
 		return err
 	}
 	fmt.Fprintf(c.out, "wrote %v\n", paths)
+	return nil
+}
+
+// batchSizing prints the OFFPATH_BATCH_QUOTA setting derived from the
+// catalog's enqueued-token quotas.
+func (c *cli) batchSizing(utilisation float64, asJSON bool) error {
+	cat, err := c.catalog()
+	if err != nil {
+		return err
+	}
+	plan, unstated, err := sizing.BatchPlan(cat, utilisation)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return c.printJSON(map[string]any{"deployments": plan, "unstated": nonNil(unstated), "setting": sizing.BatchSetting(plan)})
+	}
+	g := &grid{right: []bool{false, true, true, true}}
+	g.add("DEPLOYMENT", "GRANTED", "SETTING", "FULL PARTS AT ONCE")
+	for _, q := range plan {
+		g.add(q.Deployment, thousands(q.Granted), thousands(q.Setting), strconv.FormatInt(q.PartsAtOnce, 10))
+	}
+	if err := g.write(c.out); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.out, "\napp setting:\n\n  OFFPATH_BATCH_QUOTA=%s\n", sizing.BatchSetting(plan))
+	for _, d := range unstated {
+		fmt.Fprintf(c.out, "note: %s states no enqueued_token_quota in the catalog; only Azure's refusals limit it\n", d)
+	}
 	return nil
 }

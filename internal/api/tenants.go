@@ -21,6 +21,7 @@ type tenantView struct {
 	DisplayName        string       `json:"display_name"`
 	Aliases            []string     `json:"aliases"`
 	MonthlyTokenBudget int64        `json:"monthly_token_budget"`
+	DataZone           string       `json:"data_zone,omitempty"`
 	State              tenant.State `json:"state"`
 	AppIDs             []string     `json:"app_ids"`
 	Keys               []keyView    `json:"keys"`
@@ -30,7 +31,7 @@ type tenantView struct {
 
 func viewTenant(t tenant.Tenant) tenantView {
 	v := tenantView{ID: t.ID, DisplayName: t.DisplayName, Aliases: t.Aliases, MonthlyTokenBudget: t.MonthlyTokenBudget,
-		State: t.State, AppIDs: t.AppIDs, Keys: []keyView{}, Created: t.Created, Updated: t.Updated}
+		DataZone: t.DataZone, State: t.State, AppIDs: t.AppIDs, Keys: []keyView{}, Created: t.Created, Updated: t.Updated}
 	if v.Aliases == nil {
 		v.Aliases = []string{}
 	}
@@ -61,6 +62,7 @@ type createTenantRequest struct {
 	DisplayName        string   `json:"display_name"`
 	Aliases            []string `json:"aliases"`
 	MonthlyTokenBudget int64    `json:"monthly_token_budget"`
+	DataZone           string   `json:"data_zone"`
 	AppIDs             []string `json:"app_ids"`
 }
 
@@ -80,7 +82,7 @@ func (s *Server) createTenant(w http.ResponseWriter, r *http.Request, _ auth.Pri
 	}
 	now := s.o.Now()
 	t := tenant.New(req.ID, req.DisplayName, now)
-	t.Aliases, t.MonthlyTokenBudget, t.AppIDs = req.Aliases, req.MonthlyTokenBudget, req.AppIDs
+	t.Aliases, t.MonthlyTokenBudget, t.AppIDs, t.DataZone = req.Aliases, req.MonthlyTokenBudget, req.AppIDs, req.DataZone
 	plain, k, err := t.RotateKey(s.o.Rand, now, 0)
 	if err != nil {
 		fail(w, r, err)
@@ -142,6 +144,7 @@ type patchTenantRequest struct {
 	DisplayName        *string       `json:"display_name"`
 	Aliases            *[]string     `json:"aliases"`
 	MonthlyTokenBudget *int64        `json:"monthly_token_budget"`
+	DataZone           *string       `json:"data_zone"`
 	State              *tenant.State `json:"state"`
 	AppIDs             *[]string     `json:"app_ids"`
 }
@@ -179,6 +182,9 @@ func (s *Server) patchTenant(w http.ResponseWriter, r *http.Request, _ auth.Prin
 		}
 		if req.MonthlyTokenBudget != nil {
 			t.MonthlyTokenBudget = *req.MonthlyTokenBudget
+		}
+		if req.DataZone != nil {
+			t.DataZone = *req.DataZone
 		}
 		if req.State != nil {
 			t.State = *req.State

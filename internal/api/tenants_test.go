@@ -56,6 +56,19 @@ func TestTenants_Admin(t *testing.T) {
 	e.expect(e.do("PATCH", "/api/v1/tenants/fabrikam", e.admin, map[string]any{"state": "active"}), http.StatusOK, "")
 	e.expect(e.do("GET", "/api/v1/usage", key, nil), http.StatusOK, "")
 
+	// A data zone keeps the tenant's batch work on deployments of that zone;
+	// a malformed one is refused, and "" lifts the requirement.
+	if res = e.do("PATCH", "/api/v1/tenants/fabrikam", e.admin, map[string]any{"data_zone": "eu"}); res.json["data_zone"] != "eu" {
+		t.Errorf("patch data_zone: %s", res.body)
+	}
+	if res = e.do("GET", "/api/v1/tenants/fabrikam", e.admin, nil); res.json["data_zone"] != "eu" {
+		t.Errorf("data_zone not stored: %s", res.body)
+	}
+	e.expect(e.do("PATCH", "/api/v1/tenants/fabrikam", e.admin, map[string]any{"data_zone": "EU west"}), http.StatusBadRequest, "invalid")
+	e.expect(e.do("POST", "/api/v1/tenants", e.admin, map[string]any{"id": "other", "data_zone": "e"}), http.StatusBadRequest, "invalid")
+	if res = e.do("PATCH", "/api/v1/tenants/fabrikam", e.admin, map[string]any{"data_zone": ""}); res.json["data_zone"] != nil {
+		t.Errorf("data_zone not lifted: %s", res.body)
+	}
 	e.expect(e.do("PATCH", "/api/v1/tenants/fabrikam", e.admin, map[string]any{"state": "deleted"}), http.StatusBadRequest, "invalid")
 	e.expect(e.do("PATCH", "/api/v1/tenants/fabrikam", e.admin, map[string]any{"id": "renamed"}), http.StatusBadRequest, "unknown_field")
 	e.expect(e.do("PATCH", "/api/v1/tenants/fabrikam", e.admin, map[string]any{"app_ids": []string{appAcme}}), http.StatusConflict, "conflict")

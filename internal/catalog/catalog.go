@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -32,10 +33,58 @@ func ParsePath(s string) (Path, error) {
 	return "", fmt.Errorf("path %q: must be %q or %q", s, Queue, Batch)
 }
 
-// Deployment is an Azure OpenAI deployment and its price.
+// Deployment is an Azure OpenAI deployment and its price. A Global Batch
+// deployment may also say how many tokens it lets wait (its enqueued-token
+// quota), which data zone it keeps data in, and a weight that orders
+// deployments of equal price.
 type Deployment struct {
 	Name  string `json:"deployment"`
 	Price Price  `json:"price"`
+	// EnqueuedTokenQuota is the deployment's enqueued-token limit, as
+	// granted in Azure (0: not stated here; the OFFPATH_BATCH_QUOTA setting
+	// or Azure's refusals decide).
+	EnqueuedTokenQuota int64 `json:"enqueued_token_quota,omitempty"`
+	// DataZone is where a Data Zone Batch deployment processes data ("eu",
+	// "us"); empty for a Global Batch deployment, which may process it in
+	// any region. A tenant that requires a data zone is only ever sent to
+	// deployments of that zone.
+	DataZone string `json:"data_zone,omitempty"`
+	// Weight orders batch deployments of equal price: the higher first
+	// (default 1).
+	Weight int `json:"weight,omitempty"`
+}
+
+// BatchRank is the order in which the scheduler prefers batch deployments:
+// the lower input plus output price per million tokens first, then the
+// higher weight, then the name. It is the same for every alias, since a
+// deployment has one price and one weight wherever it is listed.
+func BatchRank(a, b Deployment) int {
+	return cmp.Or(cmp.Compare(a.Price.Input+a.Price.Output, b.Price.Input+b.Price.Output),
+		cmp.Compare(b.weight(), a.weight()), cmp.Compare(a.Name, b.Name))
+}
+
+func (d Deployment) weight() int {
+	if d.Weight == 0 {
+		return 1
+	}
+	return d.Weight
+}
+
+// InZone reports whether the deployment may serve a tenant that requires
+// data zone zone ("" requires none).
+func (d Deployment) InZone(zone string) bool { return zone == "" || d.DataZone == zone }
+
+// BatchFor returns the alias's batch deployments that may serve a tenant
+// requiring data zone zone, the preferred first (see BatchRank).
+func (a *Alias) BatchFor(zone string) []Deployment {
+	var out []Deployment
+	for _, d := range a.Batch {
+		if d.InZone(zone) {
+			out = append(out, d)
+		}
+	}
+	slices.SortStableFunc(out, BatchRank)
+	return out
 }
 
 // Alias is what tenants ask for: a name, and the deployments behind it.
@@ -48,8 +97,8 @@ type Alias struct {
 	// ingestion uses beside Queue (which summarises); nil if the alias does
 	// not ingest documents. It serves the queue path.
 	Embedding *Deployment `json:"embedding,omitempty"`
-	// Batch are the Global Batch deployments, in order of preference; empty
-	// if the alias is queue-only.
+	// Batch are the Global Batch deployments as listed; empty if the alias
+	// is queue-only. The scheduler prefers them in BatchRank order.
 	Batch []Deployment `json:"batch,omitempty"`
 }
 

@@ -91,6 +91,17 @@ func TestParse_NamesEveryBadField(t *testing.T) {
 			"aa":{"embedding":{"deployment":"e1","price":{"input_per_1m":1,"cached_input_per_1m":0,"output_per_1m":0}}},
 			"bb":{"batch":[{"deployment":"e1","price":{"input_per_1m":1,"cached_input_per_1m":0,"output_per_1m":0}}]}}}`,
 			[]string{"aliases.aa.embedding: needs a queue deployment beside it", `aliases.bb.batch[0].deployment: "e1" serves the queue path at aliases.aa.embedding`}},
+		{"bad batch scheduling fields", `{"version":1,"aliases":{"aa":{"batch":[
+			{"deployment":"b1","price":{"input_per_1m":1,"cached_input_per_1m":0,"output_per_1m":1},"enqueued_token_quota":-5,"data_zone":"EU","weight":0},
+			{"deployment":"b2","price":{"input_per_1m":1,"cached_input_per_1m":0,"output_per_1m":1},"enqueued_token_quota":1.5,"weight":1001}]}}}`,
+			[]string{"aliases.aa.batch[0].enqueued_token_quota: -5: must be", "aliases.aa.batch[0].data_zone: must be 2 to 16 lowercase letters",
+				"aliases.aa.batch[0].weight: 0: must be", "aliases.aa.batch[1].enqueued_token_quota: 1.5", "aliases.aa.batch[1].weight: 1001"}},
+		{"scheduling field on a queue deployment", `{"version":1,"aliases":{"aa":{"queue":{"deployment":"d1","price":{"input_per_1m":1,"cached_input_per_1m":0,"output_per_1m":1},"data_zone":"eu"}}}}`,
+			[]string{`aliases.aa.queue: unknown field "data_zone"`}},
+		{"batch deployment with two quotas", `{"version":1,"aliases":{
+			"aa":{"batch":[{"deployment":"b1","price":{"input_per_1m":1,"cached_input_per_1m":0,"output_per_1m":1},"enqueued_token_quota":100}]},
+			"bb":{"batch":[{"deployment":"b1","price":{"input_per_1m":1,"cached_input_per_1m":0,"output_per_1m":1},"enqueued_token_quota":200}]}}}`,
+			[]string{`aliases.bb.batch[0].deployment: "b1" has another enqueued_token_quota, data_zone or weight at aliases.aa.batch[0]`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -180,5 +191,43 @@ func TestMoney_JSONRoundTrip(t *testing.T) {
 		if err := json.Unmarshal([]byte(bad), &m); err == nil {
 			t.Errorf("Unmarshal(%s) = %d, want an error", bad, m)
 		}
+	}
+}
+
+func TestAlias_BatchFor(t *testing.T) {
+	t.Parallel()
+	price := func(in, out string) string {
+		return `"price":{"input_per_1m":` + in + `,"cached_input_per_1m":0,"output_per_1m":` + out + `}`
+	}
+	c, err := catalog.Parse([]byte(`{"version":1,"aliases":{"aa":{"batch":[
+		{"deployment":"dear",` + price("0.2", "0.8") + `,"enqueued_token_quota":5000000},
+		{"deployment":"cheap-eu",` + price("0.1", "0.4") + `,"data_zone":"eu"},
+		{"deployment":"cheap-light",` + price("0.1", "0.4") + `},
+		{"deployment":"cheap-heavy",` + price("0.1", "0.4") + `,"weight":5},
+		{"deployment":"cheapest",` + price("0.05", "0.2") + `}]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := c.Alias("aa")
+	names := func(ds []catalog.Deployment) string {
+		var out []string
+		for _, d := range ds {
+			out = append(out, d.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	// Cheapest first; of equal prices, the heavier, then by name; a data
+	// zone keeps only its own deployments, and no zone takes them all.
+	if got := names(a.BatchFor("")); got != "cheapest,cheap-heavy,cheap-eu,cheap-light,dear" {
+		t.Errorf("BatchFor(\"\") = %s", got)
+	}
+	if got := names(a.BatchFor("eu")); got != "cheap-eu" {
+		t.Errorf("BatchFor(eu) = %s", got)
+	}
+	if got := names(a.BatchFor("us")); got != "" {
+		t.Errorf("BatchFor(us) = %s, want none", got)
+	}
+	if d, _ := a.Deployment(catalog.Batch, "dear"); d.EnqueuedTokenQuota != 5_000_000 {
+		t.Errorf("dear's quota = %d", d.EnqueuedTokenQuota)
 	}
 }

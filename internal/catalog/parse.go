@@ -28,6 +28,12 @@ type (
 		Deployment string          `json:"deployment"`
 		Price      json.RawMessage `json:"price"`
 	}
+	batchDeploymentJSON struct {
+		deploymentJSON
+		EnqueuedTokenQuota *json.Number `json:"enqueued_token_quota"`
+		DataZone           string       `json:"data_zone"`
+		Weight             *json.Number `json:"weight"`
+	}
 	priceJSON struct {
 		Input       *json.Number `json:"input_per_1m"`
 		CachedInput *json.Number `json:"cached_input_per_1m"`
@@ -130,7 +136,7 @@ func (p *parser) alias(name string, raw json.RawMessage) (Alias, bool) {
 	seen := map[string]bool{}
 	for i, raw := range aj.Batch {
 		dp := fmt.Sprintf("%s.batch[%d]", path, i)
-		d, ok := p.deployment(raw, dp)
+		d, ok := p.batchDeployment(raw, dp)
 		if !ok {
 			continue
 		}
@@ -149,11 +155,63 @@ func (p *parser) alias(name string, raw json.RawMessage) (Alias, bool) {
 	return a, true
 }
 
+// MaxWeight bounds a batch deployment's weight.
+const MaxWeight = 1000
+
+// batchDeployment reads a batch deployment: a deployment, and its
+// enqueued-token quota, data zone and weight.
+func (p *parser) batchDeployment(raw json.RawMessage, path string) (Deployment, bool) {
+	var bj batchDeploymentJSON
+	if !p.decode(raw, &bj, path) {
+		return Deployment{}, false
+	}
+	d, ok := p.fields(bj.deploymentJSON, path)
+	if n := bj.EnqueuedTokenQuota; n != nil {
+		v, err := n.Int64()
+		if err != nil || v < 0 {
+			p.add(path+".enqueued_token_quota", "%s: must be a whole number of tokens ≥ 0", n.String())
+		}
+		d.EnqueuedTokenQuota = v
+	}
+	if z := bj.DataZone; z != "" {
+		if !ValidDataZone(z) {
+			p.add(path+".data_zone", "must be 2 to 16 lowercase letters (e.g. \"eu\", \"us\"), or absent for a Global Batch deployment")
+		}
+		d.DataZone = z
+	}
+	if n := bj.Weight; n != nil {
+		v, err := n.Int64()
+		if err != nil || v < 1 || v > MaxWeight {
+			p.add(path+".weight", "%s: must be a whole number within 1..%d", n.String(), MaxWeight)
+		}
+		d.Weight = int(v)
+	}
+	return d, ok
+}
+
+// ValidDataZone reports whether s is acceptable as a data zone: 2 to 16
+// lowercase letters.
+func ValidDataZone(s string) bool {
+	if len(s) < 2 || len(s) > 16 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 'a' || s[i] > 'z' {
+			return false
+		}
+	}
+	return true
+}
+
 func (p *parser) deployment(raw json.RawMessage, path string) (Deployment, bool) {
 	var dj deploymentJSON
 	if !p.decode(raw, &dj, path) {
 		return Deployment{}, false
 	}
+	return p.fields(dj, path)
+}
+
+func (p *parser) fields(dj deploymentJSON, path string) (Deployment, bool) {
 	d := Deployment{Name: dj.Deployment}
 	if !ValidDeployment(dj.Deployment) {
 		p.add(path+".deployment", "must be an Azure OpenAI deployment name: 2 to 64 letters, digits, '.', '_' or '-'")
@@ -210,25 +268,26 @@ func (p *parser) cheaper(path string, batch, queue Price) {
 }
 
 // crossCheck checks what spans aliases: a deployment serves one path only,
-// at one price.
+// at one price (and, for batch, with one quota, data zone and weight).
 func (p *parser) crossCheck(aliases map[string]Alias) {
 	type use struct {
 		path, name string
 		kind       Path
 		price      Price
+		dep        Deployment
 	}
 	first := map[string]use{}
 	for _, alias := range slices.Sorted(maps.Keys(aliases)) {
 		a := aliases[alias]
 		var uses []use
 		if a.Queue != nil {
-			uses = append(uses, use{"aliases." + alias + ".queue", a.Queue.Name, Queue, a.Queue.Price})
+			uses = append(uses, use{"aliases." + alias + ".queue", a.Queue.Name, Queue, a.Queue.Price, *a.Queue})
 		}
 		if a.Embedding != nil {
-			uses = append(uses, use{"aliases." + alias + ".embedding", a.Embedding.Name, Queue, a.Embedding.Price})
+			uses = append(uses, use{"aliases." + alias + ".embedding", a.Embedding.Name, Queue, a.Embedding.Price, *a.Embedding})
 		}
 		for i, d := range a.Batch {
-			uses = append(uses, use{fmt.Sprintf("aliases.%s.batch[%d]", alias, i), d.Name, Batch, d.Price})
+			uses = append(uses, use{fmt.Sprintf("aliases.%s.batch[%d]", alias, i), d.Name, Batch, d.Price, d})
 		}
 		for _, u := range uses {
 			f, ok := first[u.name]
@@ -239,6 +298,8 @@ func (p *parser) crossCheck(aliases map[string]Alias) {
 				p.add(u.path+".deployment", "%q serves the %s path at %s; a deployment serves one path", u.name, f.kind, f.path)
 			case f.price != u.price:
 				p.add(u.path+".price", "differs from the price of %q at %s", u.name, f.path)
+			case f.dep.EnqueuedTokenQuota != u.dep.EnqueuedTokenQuota || f.dep.DataZone != u.dep.DataZone || f.dep.Weight != u.dep.Weight:
+				p.add(u.path+".deployment", "%q has another enqueued_token_quota, data_zone or weight at %s; a deployment has one of each", u.name, f.path)
 			}
 		}
 	}

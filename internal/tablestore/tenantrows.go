@@ -24,6 +24,7 @@ type tenantEntity struct {
 	Aliases                string
 	MonthlyTokenBudget     int64  `json:",string"`
 	MonthlyTokenBudgetType string `json:"MonthlyTokenBudget@odata.type"`
+	DataZone               string `json:",omitempty"`
 	State                  string
 	AppIDs                 string
 	Keys                   string
@@ -82,7 +83,7 @@ func tenantRow(t tenant.Tenant) ([]byte, error) {
 		PartitionKey: tenantsPartition, RowKey: tenantPrefix + t.ID, Kind: "tenant",
 		TenantID: t.ID, DisplayName: t.DisplayName, Aliases: string(aliases),
 		MonthlyTokenBudget: t.MonthlyTokenBudget, MonthlyTokenBudgetType: edmInt64,
-		State: string(t.State), AppIDs: string(apps), Keys: string(keysJSON),
+		DataZone: t.DataZone, State: string(t.State), AppIDs: string(apps), Keys: string(keysJSON),
 		Created: t.Created.UTC(), CreatedType: edmDateTime, Updated: t.Updated.UTC(), UpdatedType: edmDateTime,
 	})
 }
@@ -94,7 +95,7 @@ func decodeTenant(b []byte) (tenant.Tenant, error) {
 	}
 	t := tenant.Tenant{
 		ID: e.TenantID, DisplayName: e.DisplayName, MonthlyTokenBudget: e.MonthlyTokenBudget,
-		State: tenant.State(e.State), Created: e.Created.UTC(), Updated: e.Updated.UTC(),
+		DataZone: e.DataZone, State: tenant.State(e.State), Created: e.Created.UTC(), Updated: e.Updated.UTC(),
 	}
 	var keys []keyJSON
 	for _, f := range []struct {

@@ -64,7 +64,11 @@ type Tenant struct {
 	// MonthlyTokenBudget caps prompt plus completion tokens per calendar
 	// month (UTC); zero means no budget.
 	MonthlyTokenBudget int64
-	State              State
+	// DataZone, if set, is the data zone the tenant's batch work must stay
+	// in ("eu", "us"): only batch deployments of that zone serve it (see
+	// package catalog). Empty: any deployment.
+	DataZone string
+	State    State
 	// AppIDs are Entra ID application (client) ids whose tokens authenticate
 	// as this tenant: lowercase GUIDs, each mapped to one tenant only.
 	AppIDs []string
@@ -108,6 +112,9 @@ func (t *Tenant) Validate() error {
 	}
 	if t.MonthlyTokenBudget < 0 {
 		errs = append(errs, fmt.Errorf("%w: monthly_token_budget: must be ≥ 0 (0: no budget)", ErrInvalid))
+	}
+	if z := t.DataZone; z != "" && !validZone(z) {
+		errs = append(errs, fmt.Errorf("%w: data_zone %q: must be 2 to 16 lowercase letters (e.g. eu, us), or empty", ErrInvalid, clip(z)))
 	}
 	if _, err := ParseState(string(t.State)); err != nil {
 		errs = append(errs, err)
@@ -198,4 +205,18 @@ func clip(s string) string {
 		return s[:64] + "…"
 	}
 	return s
+}
+
+// validZone reports whether s is acceptable as a data zone: 2 to 16
+// lowercase letters (the catalog's rule for its deployments).
+func validZone(s string) bool {
+	if len(s) < 2 || len(s) > 16 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 'a' || s[i] > 'z' {
+			return false
+		}
+	}
+	return true
 }
