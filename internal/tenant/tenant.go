@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/offpath/offpath/internal/catalog"
 )
 
 // Errors. Adapters translate their own errors into these; callers test with
@@ -113,7 +115,7 @@ func (t *Tenant) Validate() error {
 	if t.MonthlyTokenBudget < 0 {
 		errs = append(errs, fmt.Errorf("%w: monthly_token_budget: must be ≥ 0 (0: no budget)", ErrInvalid))
 	}
-	if z := t.DataZone; z != "" && !validZone(z) {
+	if z := t.DataZone; z != "" && !catalog.ValidDataZone(z) {
 		errs = append(errs, fmt.Errorf("%w: data_zone %q: must be 2 to 16 lowercase letters (e.g. eu, us), or empty", ErrInvalid, clip(z)))
 	}
 	if _, err := ParseState(string(t.State)); err != nil {
@@ -205,18 +207,4 @@ func clip(s string) string {
 		return s[:64] + "…"
 	}
 	return s
-}
-
-// validZone reports whether s is acceptable as a data zone: 2 to 16
-// lowercase letters (the catalog's rule for its deployments).
-func validZone(s string) bool {
-	if len(s) < 2 || len(s) > 16 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 'a' || s[i] > 'z' {
-			return false
-		}
-	}
-	return true
 }
