@@ -55,14 +55,23 @@ type Config struct {
 	// Functions replace the function.json of the named functions (say, a
 	// blob trigger without supportsDeferredBinding).
 	Functions map[string]string
+	// Unchecked leaves the API's exchanges unchecked: URL is the dev host
+	// itself, for a test that measures it or probes the host's own
+	// behaviour (streaming, slow clients).
+	Unchecked bool
 }
 
 // Stack is the whole app running behind a dev host. Its fields are for
 // inspection; the test owns nothing in it and stops nothing: Start's
 // cleanups do.
 type Stack struct {
-	// URL is the dev host's base URL (http://127.0.0.1:port).
+	// URL is the app's base URL (http://127.0.0.1:port): a proxy to the
+	// dev host that checks every exchange under /api/v1/ and /api/openai/
+	// against the API's OpenAPI document (package openapitest) and fails
+	// the test on a mismatch, or with Config.Unchecked the dev host itself.
 	URL string
+	// HostURL is the dev host's own base URL.
+	HostURL string
 	// Keys are the tenants' API keys, by tenant id; AdminKey is the admin
 	// API's key.
 	Keys     map[string]string
@@ -200,7 +209,7 @@ func Start(tb testing.TB, cfg Config) *Stack {
 	if s.Blobs, err = azblob.NewClientFromConnectionString(az.ConnectionString(), nil); err != nil {
 		tb.Fatal(err)
 	}
-	s.startHost()
+	s.startHost(cfg.Unchecked)
 	return s
 }
 
@@ -225,7 +234,7 @@ func (s *Stack) seedTenants(tenants map[string][]string) {
 }
 
 // startHost runs the dev host on the app folder until the test ends.
-func (s *Stack) startHost() {
+func (s *Stack) startHost(unchecked bool) {
 	tb := s.tb
 	tb.Helper()
 	app, err := devhost.LoadApp(s.AppDir, func(string) string { return "" })
@@ -256,7 +265,10 @@ func (s *Stack) startHost() {
 			tb.Error("dev host did not stop")
 		}
 	})
-	s.URL, s.Host = h.URL(), h
+	s.URL, s.HostURL, s.Host = h.URL(), h.URL(), h
+	if !unchecked {
+		s.URL = checkedProxy(tb, h.URL())
+	}
 }
 
 // blobPoll is the stack's pause between blob container scans, short so

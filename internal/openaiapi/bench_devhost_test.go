@@ -25,7 +25,7 @@ import (
 // idle, blob writer). idle-RSS-MB is the handler's resident set as the
 // upload starts.
 func BenchmarkUpload150MBHandler(b *testing.B) {
-	s := apptest.Start(b, apptest.Config{Settings: map[string]string{
+	s := apptest.Start(b, apptest.Config{Unchecked: true, Settings: map[string]string{
 		devhost.RequestBodyLimitSetting: strconv.Itoa(1<<30 + 1<<20)}})
 	url := s.URL + "/api/openai/v1/files"
 	const boundary = "offpath-bench-boundary"

@@ -209,6 +209,9 @@ func (v *Validator) Check(r *http.Request, reqBody []byte, status int, header ht
 
 // Problems returns what in the exchange disagrees with the document.
 func (v *Validator) Problems(r *http.Request, reqBody []byte, status int, header http.Header, body []byte) []string {
+	if hostRefusal(status, header, body) {
+		return nil
+	}
 	path, item, params := v.match(r.URL)
 	if item == nil {
 		if status != http.StatusNotFound {
@@ -242,6 +245,14 @@ func (v *Validator) Problems(r *http.Request, reqBody []byte, status int, header
 		problems = append(problems, fmt.Sprintf("a body (%d bytes) where the document says none", len(body)))
 	}
 	return problems
+}
+
+// hostRefusal says whether an answer is the Functions host's own refusal
+// of a request without a valid function key (missing or wrong), which the
+// document describes in prose: 401 with no body and no content type, before
+// the app sees the request. The API's own 401s carry the error shape.
+func hostRefusal(status int, header http.Header, body []byte) bool {
+	return status == http.StatusUnauthorized && len(body) == 0 && header.Get("Content-Type") == ""
 }
 
 // match finds the documented path whose template matches u, segment by

@@ -34,6 +34,7 @@ func TestValidator_Drift(t *testing.T) {
 		{"an unknown route's 404", "GET", "/api/v1/nowhere", "", 404, js, "", apiErr, ""},
 		{"OPTIONS", "OPTIONS", "/api/v1/tenants/acme", "", 204, "", "GET, PATCH, OPTIONS", "", ""},
 		{"a 405", "PUT", "/api/v1/health", "", 405, js, "GET, OPTIONS", apiErr, ""},
+		{"the Functions host's refusal", "GET", "/api/v1/batches", "", 401, "", "", "", ""},
 		{"a refused hostile request", "POST", "/api/v1/tenants", `{"id":"acme","owner":"x"}`, 400, js, "", apiErr, ""},
 
 		{"undocumented route", "GET", "/api/v1/secrets", "", 200, js, "", `{}`, "undocumented route"},
@@ -51,6 +52,7 @@ func TestValidator_Drift(t *testing.T) {
 		{"error in another shape", "GET", "/api/v1/tenants/acme", "", 404, js, "", `{"error":"not found"}`, "error"},
 		{"a success to a request the document refuses", "POST", "/api/v1/tenants", `{"id":"acme","owner":"x"}`, 201, js, "",
 			`{"tenant":` + tenant + `,"api_key":"opk_x","key_id":"k1"}`, "refuses"},
+		{"the API's 401 in another shape", "GET", "/api/v1/batches", "", 401, js, "", `{"message":"no"}`, "error"},
 		{"a body where none is documented", "DELETE", "/api/v1/tenants/acme/webhook", "", 204, js, "", `{}`, "body"},
 	} {
 		r := httptest.NewRequest(tc.method, tc.target, strings.NewReader(tc.reqBody))
