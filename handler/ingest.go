@@ -95,7 +95,7 @@ func newIngest(cfg config.Handler, t tenancy, logger zerolog.Logger) (*ingest.En
 		return nil, nil, nil, err
 	}
 	logger.Info().Str("alias", in.Alias).Str("chat", alias.Queue.Name).Str("embedding", alias.Embedding.Name).
-		Interface("limits", limits).Bool("shared_quota", fleet != nil).Dur("budget", in.Budget).Int64("heavy_threshold", in.HeavyThreshold).
+		Interface("limits", limits).Bool("shared_quota", fleet != nil).Dur("budget_ms", in.Budget).Int64("heavy_threshold", in.HeavyThreshold).
 		Int64("max_document_bytes", in.MaxDocumentBytes).Msg("queue path ready")
 	return enq, proc, fleet, nil
 }

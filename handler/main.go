@@ -132,7 +132,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		ReadTimeout:       cfg.RequestReadTimeout,
 		IdleTimeout:       2 * time.Minute,
 	}
-	logger.Info().Int("port", cfg.Port).Dur("invocation_timeout", cfg.InvocationTimeout).Str("version", version).
+	logger.Info().Int("port", cfg.Port).Dur("invocation_timeout_ms", cfg.InvocationTimeout).Str("version", version).
 		Str("storage", cfg.Storage.Setting).Str("table_service_url", cfg.Storage.TableServiceURL).
 		Str("models", cfg.ModelsSource).Strs("aliases", cfg.Catalog.Names()).
 		Int("admin_keys", cfg.AdminKeys).Bool("entra", cfg.Entra != nil).Bool("batch", batches != nil).Msg("handler listening")

@@ -50,7 +50,7 @@ func (c *Client) retry(ctx context.Context, op string, call func(ctx context.Con
 		if !again {
 			return fmt.Errorf("%s: %w", op, err)
 		}
-		c.log.Debug().Str("op", op).Int("attempt", n).Dur("wait", wait).Err(err).Msg("retrying")
+		c.log.Debug().Str("op", op).Int("attempt", n).Dur("wait_ms", wait).Err(err).Msg("retrying")
 		if err := sleep(ctx, wait); err != nil {
 			return fmt.Errorf("%s: %w", op, err)
 		}

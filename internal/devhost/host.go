@@ -193,7 +193,7 @@ func (h *Host) execute(ctx context.Context, fn *Function, env envelope, tokens m
 		log, ev.Outcome, ev.Err = h.logger.Warn().Err(err), "failed", err.Error()
 	}
 	log.Str("function", fn.Name).Str("trigger", fn.Trigger().Type).Str("invocation_id", id).
-		Dur("duration", time.Since(start)).Str("outcome", ev.Outcome).Msg("invocation")
+		Dur("duration_ms", time.Since(start)).Str("outcome", ev.Outcome).Msg("invocation")
 	h.record(ev)
 	return r, err
 }

@@ -106,7 +106,7 @@ func (h *Host) forward(w http.ResponseWriter, r *http.Request, fn *Function) {
 	}
 	ev.Str("function", fn.Name).Str("trigger", "httpTrigger").Str("mode", "forwarded").Str("invocation_id", id).
 		Str("method", r.Method).Str("path", r.URL.Path).Int("status", status).
-		Dur("duration", time.Since(start)).Str("outcome", outcome).Msg("invocation")
+		Dur("duration_ms", time.Since(start)).Str("outcome", outcome).Msg("invocation")
 }
 
 func (h *Host) forwardOnce(ctx context.Context, w http.ResponseWriter, r *http.Request, id string) (int, error) {

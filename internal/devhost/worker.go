@@ -87,7 +87,7 @@ func (w *worker) run(ctx context.Context) error {
 		if time.Since(started) > 30*time.Second {
 			backoff = 100 * time.Millisecond
 		}
-		w.logger.Error().Err(err).Dur("restart_in", backoff).Msg("handler exited; restarting")
+		w.logger.Error().Err(err).Dur("restart_in_ms", backoff).Msg("handler exited; restarting")
 		select {
 		case <-ctx.Done():
 			return nil

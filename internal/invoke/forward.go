@@ -24,7 +24,7 @@ func (m *Mux) serveForward(w http.ResponseWriter, r *http.Request, h http.Handle
 				writeError(sw, http.StatusInternalServerError, "handler panicked")
 			}
 		}
-		log.Info().Int("status", sw.status).Dur("duration", time.Since(start)).Msg("request")
+		log.Info().Int("status", sw.status).Dur("duration_ms", time.Since(start)).Msg("request")
 	}()
 	h.ServeHTTP(sw, r.WithContext(ctx))
 }

@@ -212,7 +212,7 @@ func (m *Mux) serveInvocation(w http.ResponseWriter, r *http.Request, name strin
 		ev = log.Error().Err(err)
 	}
 	ev.Str("trigger", rt.trigger.String()).Str("outcome", kind.String()).
-		Dur("duration", time.Since(start)).Msg("invocation")
+		Dur("duration_ms", time.Since(start)).Msg("invocation")
 
 	status, res := m.reply(rt.trigger, kind, res, err)
 	if status != http.StatusOK {

@@ -76,10 +76,10 @@ func (c *Client) do(ctx context.Context, req request, trace *Trace) error {
 		// A 429 says when to come back: only the time budget bounds those
 		// waits, so a throttled burst is waited out rather than abandoned.
 		if failures >= c.cfg.MaxAttempts || wait+c.cfg.MinAttemptTime > left {
-			log.Warn().Err(err).Int("attempts", attempt).Dur("wait", wait).Dur("left", left).Msg("model request: retry budget spent")
+			log.Warn().Err(err).Int("attempts", attempt).Dur("wait_ms", wait).Dur("left_ms", left).Msg("model request: retry budget spent")
 			return outcome.Retry(fmt.Errorf("after %d attempts: %w", attempt, describe(req, err)), wait)
 		}
-		log.Debug().Err(err).Int("attempt", attempt).Dur("wait", wait).Msg("model request: retrying")
+		log.Debug().Err(err).Int("attempt", attempt).Dur("wait_ms", wait).Msg("model request: retrying")
 		if err := c.cfg.Sleep(ctx, wait); err != nil {
 			return outcome.Retry(fmt.Errorf("%s %s: %w", req.operation, req.deployment, err), 0)
 		}
