@@ -27,8 +27,9 @@ import (
 // undecodable invocations are rejected before that, like any other's.
 //
 // The *ratelimit.Fleet it returns (nil when the quota is not shared) must
-// run for as long as invocations may call the models.
-func registerIngest(mux *invoke.Mux, cfg config.Handler, t tenancy, logger zerolog.Logger) (*ratelimit.Fleet, error) {
+// run for as long as invocations may call the models; the enqueuer (nil
+// when the queue path is off) reprocesses dead-lettered documents.
+func registerIngest(mux *invoke.Mux, cfg config.Handler, t tenancy, logger zerolog.Logger) (*ratelimit.Fleet, *ingest.Enqueuer, error) {
 	var enqueue, process, heavy invoke.Func
 	enq, proc, fleet, err := newIngest(cfg, t, logger)
 	switch {
@@ -37,7 +38,7 @@ func registerIngest(mux *invoke.Mux, cfg config.Handler, t tenancy, logger zerol
 		off := func(context.Context, *invoke.Request) (invoke.Result, error) { return invoke.Result{}, err }
 		enqueue, process, heavy = off, off, off
 	case err != nil:
-		return nil, fmt.Errorf("queue path: %w", err)
+		return nil, nil, fmt.Errorf("queue path: %w", err)
 	default:
 		policy := enq.Rules().Policy()
 		enqueue = ingest.EnqueueFunc(enq)
@@ -47,7 +48,7 @@ func registerIngest(mux *invoke.Mux, cfg config.Handler, t tenancy, logger zerol
 	mux.HandleTrigger(ingest.EnqueueFunction, invoke.BlobTrigger, ingest.BlobBinding, enqueue)             // blob: incoming/{name}
 	mux.HandleTrigger(ingest.ProcessFunction, invoke.ServiceBusTrigger, ingest.MessageBinding, process)    // Service Bus: doc-ingest
 	mux.HandleTrigger(ingest.ProcessHeavyFunction, invoke.ServiceBusTrigger, ingest.MessageBinding, heavy) // Service Bus: doc-ingest-heavy (AKS)
-	return fleet, nil
+	return fleet, enq, nil
 }
 
 // errIngestOff marks a queue path that is not configured.
@@ -82,6 +83,7 @@ func newIngest(cfg config.Handler, t tenancy, logger zerolog.Logger) (*ingest.En
 		Rules: rules, Catalog: cfg.Catalog, Alias: in.Alias, Tenants: t.tenants,
 		Statuses: t.docs, Ledger: t.ledger, Models: models, Blobs: ingest.BlobStore(store),
 		Chunk: chunk.Options{Size: in.ChunkTokens, Overlap: in.ChunkOverlap}, Budget: in.Budget,
+		MaxDeliveryCount: map[string]int{rules.Policy().LightQueue: in.MaxDeliveryCount, rules.Policy().HeavyQueue: in.HeavyMaxDeliveryCount},
 	}
 	if t.prom != nil {
 		o.Outcomes = t.prom

@@ -89,6 +89,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		Build: buildInfo(), Started: time.Now(),
 		Auth: tenancy.auth, Tenants: tenancy.tenants, Usage: tenancy.ledger, Catalog: cfg.Catalog, Webhooks: tenancy.webhooks,
 		Console: console.New(), Alerts: tenancy.alerts,
+		Documents: tenancy.docs,
 	}
 	if batches != nil {
 		apiOpts.Batches, apiOpts.Held, apiOpts.Findings, apiOpts.Reports = batches.svc, batches.svc, batches.findings, batches.nightly
@@ -99,17 +100,20 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	mux := invoke.NewMux(logger, invoke.Options{Timeout: cfg.InvocationTimeout, Rejections: rejections})
 	door := newOpenAIDoor(cfg, tenancy, batches)
 	mux.Forward(openaiapi.Prefix, door)                                                                     // HTTP: functions/openai
-	mux.Forward("/api/", api.New(apiOpts))                                                                  // HTTP: functions/api
 	mux.HandleTrigger("batch-poll", invoke.TimerTrigger, timerBinding, pollBatches(batches))                // timer: functions/batch-poll
 	mux.HandleTrigger("nightly-summaries", invoke.TimerTrigger, timerBinding, runNightly(batches))          // timer: functions/nightly-summaries
 	mux.HandleTrigger("report-deadline", invoke.TimerTrigger, timerBinding, checkReportDeadline(batches))   // timer: functions/report-deadline
 	mux.HandleTrigger("batch-audit", invoke.TimerTrigger, timerBinding, runAudit(batches))                  // timer: functions/batch-audit
 	mux.HandleTrigger("webhook-deliver", invoke.TimerTrigger, timerBinding, deliverWebhooks(batches, door)) // timer: functions/webhook-deliver
 	mux.HandleTrigger("reconcile", invoke.TimerTrigger, timerBinding, runReconcile(reconciler))             // timer: functions/reconcile
-	fleet, err := registerIngest(mux, cfg, tenancy, logger)
+	fleet, enq, err := registerIngest(mux, cfg, tenancy, logger)
 	if err != nil {
 		return err
 	}
+	if enq != nil {
+		apiOpts.Reprocessor = enq
+	}
+	mux.Forward("/api/", api.New(apiOpts)) // HTTP: functions/api
 	// The shared quota's leases outlive the server: in-flight invocations
 	// keep calling the models until Shutdown returns; then they are given back.
 	leaseCtx, stopLeases := context.WithCancel(context.WithoutCancel(ctx))

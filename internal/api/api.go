@@ -98,6 +98,10 @@ type Options struct {
 	Held     HeldJobs
 	Findings Findings
 	Reports  Reports
+	// Documents reads document statuses, Reprocessor reprocesses
+	// dead-lettered documents; their endpoints answer 503 without them.
+	Documents   Documents
+	Reprocessor Reprocessor
 }
 
 // Batches runs tenants' batch jobs (package batch's Service).
@@ -188,6 +192,7 @@ func (s *Server) routes() {
 			w.WriteHeader(http.StatusMovedPermanently)
 		}}.serve)
 	}
+	s.documentRoutes()
 	s.mux.HandleFunc("/", s.notFound)
 }
 

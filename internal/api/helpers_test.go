@@ -18,13 +18,18 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+
 	"github.com/offpath/offpath/internal/api"
 	"github.com/offpath/offpath/internal/auth"
 	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/catalog"
+	"github.com/offpath/offpath/internal/claimcheck"
 	"github.com/offpath/offpath/internal/console"
+	"github.com/offpath/offpath/internal/docblob"
 	"github.com/offpath/offpath/internal/entra"
 	"github.com/offpath/offpath/internal/entra/entratest"
+	"github.com/offpath/offpath/internal/ingest"
 	"github.com/offpath/offpath/internal/invoke"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/openapitest"
@@ -76,6 +81,11 @@ type env struct {
 	findings *tablestore.Audit
 	held     *heldJobs
 	reports  *reports
+	// docs are the document statuses; blobs and incoming the incoming
+	// container (not created) that reprocess writes to.
+	docs     *tablestore.Documents
+	blobs    *azblob.Client
+	incoming string
 }
 
 type syncBuffer struct {
@@ -125,10 +135,25 @@ func newEnv(t *testing.T) *env {
 	e.alerts = tablestore.NewAlerts(svc, "apialr"+n, 0, func() time.Time { return now })
 	e.findings = tablestore.NewAudit(svc, "apiaud"+n)
 	e.held, e.reports = &heldJobs{}, &reports{days: map[string]string{}}
+	e.docs = tablestore.NewDocuments(svc, "apidoc"+n, func() time.Time { return now })
+	if e.blobs, err = azblob.NewClientFromConnectionString(az.ConnectionString(), nil); err != nil {
+		t.Fatal(err)
+	}
+	e.incoming = "incoming" + n
+	rules, err := claimcheck.NewRules(claimcheck.Policy{AccountURL: az.BlobURL, Container: e.incoming})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enq, err := ingest.NewEnqueuer(ingest.Options{Rules: rules, Catalog: e.catalog, Tenants: e.tenants, Statuses: e.docs,
+		Blobs: ingest.BlobStore(docblob.New(e.blobs, e.incoming, "ingested"+n, 0)), Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := api.New(api.Options{
 		Build: api.Build{Version: "test"}, Started: now, Auth: e.authn, Tenants: e.tenants, Usage: e.ledger,
 		Catalog: e.catalog, Now: func() time.Time { return now }, Webhooks: tablestore.NewWebhooks(svc, "apihook"+n),
 		Console: console.New(), Alerts: e.alerts, Findings: e.findings, Held: e.held, Reports: e.reports,
+		Documents: e.docs, Reprocessor: enq,
 	})
 	logger := zerolog.New(e.logs).Level(zerolog.DebugLevel)
 	mux := invoke.NewMux(logger, invoke.Options{Timeout: time.Minute})

@@ -87,6 +87,11 @@ func (r *Rules) ParseName(name string) (BlobName, error) {
 	return BlobName{Name: name, Tenant: tenant, Path: rest, Ext: ext}, nil
 }
 
+// CheckName applies ParseName's rules of characters, length and segments
+// to a document's name, without those of tenant and type: what any name
+// must satisfy before it is looked up.
+func CheckName(name string) error { return checkName(name) }
+
 // checkName applies the character and segment rules to name and to each
 // layer of its percent-decoding.
 func checkName(name string) error {

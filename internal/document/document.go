@@ -26,6 +26,16 @@ import (
 // ErrNotFound: no status for that document.
 var ErrNotFound = errors.New("document status not found")
 
+// Errors of a reprocess.
+var (
+	// ErrNotDeadLettered: only a dead-lettered document is reprocessed.
+	ErrNotDeadLettered = errors.New("the document is not dead-lettered")
+	// ErrChanged: the dead-lettered version is no longer the blob's
+	// (replaced or deleted since): nothing of it is left to reprocess, and
+	// a replacement is on its way already.
+	ErrChanged = errors.New("the dead-lettered version is no longer in the incoming container")
+)
+
 // ErrBadCursor: a page cursor that no listing made.
 var ErrBadCursor = errors.New("not a cursor of a document listing")
 

@@ -12,16 +12,6 @@ import (
 	"github.com/offpath/offpath/internal/document"
 )
 
-// Errors of Reprocess, besides document.ErrNotFound.
-var (
-	// ErrNotDeadLettered: only a dead-lettered document is reprocessed.
-	ErrNotDeadLettered = errors.New("the document is not dead-lettered")
-	// ErrDocumentChanged: the dead-lettered version is no longer the
-	// blob's (replaced or deleted since): nothing of it is left to
-	// reprocess, and a replacement is already on its way.
-	ErrDocumentChanged = errors.New("the dead-lettered version is no longer in the incoming container")
-)
-
 // Reprocess puts a dead-lettered document back on the queue path through
 // the door every document takes: its blob is written again, unchanged
 // (docblob.Store.Redrop), so the blob trigger fires for the new version and
@@ -29,19 +19,19 @@ var (
 // upload, in Azure (Event Grid) as locally (the container scan). The status
 // says queued for the new version at once; the ledger keeps the failed
 // attempts under the old version's units. Tenant partition and name are
-// the status's.
+// the status's. Errors: document.ErrNotFound, ErrNotDeadLettered, ErrChanged.
 func (e *Enqueuer) Reprocess(ctx context.Context, partition, name string) (document.Status, error) {
 	st, err := e.o.Statuses.Get(ctx, partition, name)
 	if err != nil {
 		return document.Status{}, err
 	}
 	if st.State != document.DeadLettered {
-		return st, fmt.Errorf("%s is %s: %w", document.Printable(name), st.State, ErrNotDeadLettered)
+		return st, fmt.Errorf("%s is %s: %w", document.Printable(name), st.State, document.ErrNotDeadLettered)
 	}
 	props, err := e.o.Blobs.Redrop(ctx, name, st.ETag)
 	switch {
 	case errors.Is(err, docblob.ErrNotFound), errors.Is(err, docblob.ErrChanged):
-		return st, fmt.Errorf("%s: %w", document.Printable(name), ErrDocumentChanged)
+		return st, fmt.Errorf("%s: %w", document.Printable(name), document.ErrChanged)
 	case err != nil:
 		return document.Status{}, fmt.Errorf("reprocess %s: %w", document.Printable(name), err)
 	}

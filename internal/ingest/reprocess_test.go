@@ -30,7 +30,7 @@ func TestReprocess(t *testing.T) {
 		t.Errorf("Reprocess(unknown) = %v, want ErrNotFound", err)
 	}
 	claim := f.drop(t, name, prose(3000))
-	if _, err := f.enq.Reprocess(ctx, "acme", name); !errors.Is(err, ingest.ErrNotDeadLettered) {
+	if _, err := f.enq.Reprocess(ctx, "acme", name); !errors.Is(err, document.ErrNotDeadLettered) {
 		t.Errorf("Reprocess(queued) = %v, want ErrNotDeadLettered", err)
 	}
 	if _, err := f.deliver(claim.Body, 1); err == nil {
@@ -46,7 +46,7 @@ func TestReprocess(t *testing.T) {
 	if err != nil || st.State != document.Queued || st.SameVersion(dead.ETag) || !strings.Contains(st.Reason, dead.ETag) {
 		t.Fatalf("Reprocess = %+v, %v; want queued for a new version", st, err)
 	}
-	if _, err := f.enq.Reprocess(ctx, "acme", name); !errors.Is(err, ingest.ErrNotDeadLettered) {
+	if _, err := f.enq.Reprocess(ctx, "acme", name); !errors.Is(err, document.ErrNotDeadLettered) {
 		t.Errorf("a second Reprocess = %v, want ErrNotDeadLettered", err)
 	}
 	if err := f.sim.SetFaults(nil); err != nil {
@@ -70,7 +70,7 @@ func TestReprocess(t *testing.T) {
 	b := f.drop(t, "acme/kb/b.txt", prose(2000))
 	_, _ = f.deliver(b.Body, 1)
 	f.blobs.put("acme/kb/b.txt", prose(2100))
-	if _, err := f.enq.Reprocess(ctx, "acme", "acme/kb/b.txt"); !errors.Is(err, ingest.ErrDocumentChanged) {
+	if _, err := f.enq.Reprocess(ctx, "acme", "acme/kb/b.txt"); !errors.Is(err, document.ErrChanged) {
 		t.Errorf("Reprocess(replaced) = %v, want ErrDocumentChanged", err)
 	}
 }
