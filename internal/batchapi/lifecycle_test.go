@@ -11,6 +11,7 @@ import (
 	"github.com/offpath/offpath/internal/batchapi"
 	"github.com/offpath/offpath/internal/batchfile"
 	"github.com/offpath/offpath/internal/outcome"
+	"github.com/offpath/offpath/internal/poll"
 )
 
 // TestLifecycle runs a job end to end on every surface and credential:
@@ -131,16 +132,13 @@ func TestCancel_PartialOutput(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CreateBatch: %v", err)
 	}
-	for {
+	poll.Until(t, time.Minute, "the batch in progress with a line done", func() bool {
 		b, err := c.GetBatch(ctx, created.Batch.ID)
 		if err != nil {
 			t.Fatalf("GetBatch: %v", err)
 		}
-		if b.Status == batchapi.StatusInProgress && b.RequestCounts.Completed > 0 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return b.Status == batchapi.StatusInProgress && b.RequestCounts.Completed > 0
+	})
 	b, err := c.CancelBatch(ctx, created.Batch.ID)
 	if err != nil {
 		t.Fatalf("CancelBatch: %v", err)
