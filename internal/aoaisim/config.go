@@ -38,6 +38,10 @@ type Config struct {
 	// AcceptAnyBearer accepts any "Authorization: Bearer" token, standing in for
 	// Entra ID tokens. Default false.
 	AcceptAnyBearer bool `json:"accept_any_bearer"`
+	// IdentityHeader is the secret the managed identity endpoint
+	// (IdentityPath) expects in X-IDENTITY-HEADER, App Service's
+	// IDENTITY_HEADER. Default DefaultIdentityHeader.
+	IdentityHeader string `json:"identity_header"`
 	// Deployments lists the model deployments. At least one is required.
 	Deployments []Deployment `json:"deployments"`
 	// DisableRateLimits turns TPM/RPM limits off for every deployment.

@@ -156,6 +156,7 @@ func (c *Config) applyDefaults() {
 		c.Keys = []string{DefaultKey}
 	}
 	c.DefaultMaxTokens = cmp.Or(c.DefaultMaxTokens, 4096)
+	c.IdentityHeader = cmp.Or(c.IdentityHeader, DefaultIdentityHeader)
 	c.Seed = cmp.Or(c.Seed, 1)
 	for i := range c.Deployments {
 		d := &c.Deployments[i]

@@ -12,7 +12,8 @@ import (
 
 // TestMetrics_Refusals: the metrics API answers a malformed query with
 // Azure Monitor's 400, an unknown resource with 404, no key with 401; and
-// a well-formed one, split by deployment, with only the deployments that
+// a well-formed one (with a managed identity token for Azure Resource
+// Manager: ARM takes no API key), split by deployment, with only the deployments that
 // served something, delayed as configured.
 func TestMetrics_Refusals(t *testing.T) {
 	t.Parallel()
@@ -23,10 +24,11 @@ func TestMetrics_Refusals(t *testing.T) {
 	account := "/subscriptions/s/resourceGroups/rg/providers/Microsoft.CognitiveServices/accounts/a/providers/Microsoft.Insights/metrics"
 	from := s.clock.Now().UTC().Truncate(time.Hour)
 	span := from.Format(time.RFC3339) + "/" + from.Add(2*time.Hour).Format(time.RFC3339)
+	token, _ := s.srv.IssueToken("https://management.azure.com/.default")
 	get := func(path string, q url.Values, key bool) (int, map[string]any) {
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, s.url+path+"?"+q.Encode(), nil)
 		if key {
-			req.Header.Set("Authorization", "Bearer "+aoaisim.DefaultKey)
+			req.Header.Set("Authorization", "Bearer "+token)
 		}
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -2,6 +2,7 @@ package aoaisim
 
 import (
 	"net/http"
+	"strings"
 )
 
 // surface is one of the two API surfaces Azure OpenAI exposes.
@@ -49,6 +50,9 @@ func (s *Server) routes() http.Handler {
 	// Azure Monitor's metrics of the resource (served from ARM's URL space:
 	// /subscriptions/.../providers/Microsoft.CognitiveServices/accounts/...).
 	mux.HandleFunc("GET /subscriptions/", s.handleMetrics)
+	// App Service's managed identity endpoint, which issues the tokens the
+	// metrics API takes.
+	mux.HandleFunc("GET "+IdentityPath, s.handleIdentity)
 
 	// Simulator administration, outside Azure's URL space.
 	mux.HandleFunc("GET /_sim/state", s.handleAdminState)
@@ -66,10 +70,22 @@ func (s *Server) routes() http.Handler {
 }
 
 // authenticate answers 401 in Azure's shape unless the request carries a
-// configured key.
+// configured key; Azure Resource Manager's routes (the metrics) want a
+// token of the managed identity endpoint instead, and that endpoint its
+// own header.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		setRequestIDs(w.Header())
+		switch {
+		case r.URL.Path == IdentityPath:
+			next.ServeHTTP(w, r)
+			return
+		case strings.HasPrefix(r.URL.Path, "/subscriptions/"):
+			if s.armAuthorized(w, r) {
+				next.ServeHTTP(w, r)
+			}
+			return
+		}
 		if !s.authorized(r) {
 			s.stats.route("unauthorized")
 			writeError(w, errUnauthorized())

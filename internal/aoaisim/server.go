@@ -33,6 +33,7 @@ type Server struct {
 	gate      *admissionGate
 	stats     *stats
 	meter     tokenMeter // tokens served per deployment and minute, for the metrics API
+	identity  identity   // tokens issued by the managed identity endpoint
 	handler   http.Handler
 
 	// lifetime is the server's own context (not a request's): batch workers
@@ -135,6 +136,12 @@ func (s *Server) Start(addr string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("listen %s: %w", addr, err)
 	}
+	s.serve(ln)
+	return "http://" + ln.Addr().String(), nil
+}
+
+// serve serves on ln in the background until Close.
+func (s *Server) serve(ln net.Listener) {
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	s.httpMu.Lock()
 	s.httpSrv = srv
@@ -144,7 +151,6 @@ func (s *Server) Start(addr string) (string, error) {
 			s.log.Error().Err(err).Msg("serve")
 		}
 	}()
-	return "http://" + ln.Addr().String(), nil
 }
 
 // Close stops the server: hanging requests are released, the listener started
