@@ -43,7 +43,7 @@ func newReconciler(cfg config.Handler, t tenancy) (*reconcile.Reconciler, error)
 	tables := t.tables
 	return reconcile.New(reconcile.Options{Metrics: metrics, Ledger: t.ledger, Tenants: t.tenants, Alerts: alert.New(webhook, nil, t.alerts),
 		Watermark:        tablestore.NewWatermark(tables, "", "reconcile"),
-		BatchDeployments: batchDeps, Settle: r.Settle, Tolerance: r.Tolerance, MinTokens: r.MinTokens})
+		BatchDeployments: batchDeps, Batch: r.GlobalBatch, Period: r.Period, Settle: r.Settle, Tolerance: r.Tolerance, MinTokens: r.MinTokens})
 }
 
 // runReconcile is the reconcile timer function: every hour that became

@@ -2,9 +2,12 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/offpath/offpath/internal/reconcile"
 )
 
 // Reconcile configures the reconcile timer, which compares the ledger with
@@ -25,6 +28,12 @@ type Reconcile struct {
 	Tolerance float64       `json:"tolerance"`
 	MinTokens int64         `json:"min_tokens"`
 	Settle    time.Duration `json:"settle"`
+	// Period is OFFPATH_RECONCILE_PERIOD, the span compared at once: 1m,
+	// 5m, 15m, 30m or 1h (the default).
+	Period time.Duration `json:"period"`
+	// GlobalBatch is OFFPATH_RECONCILE_GLOBAL_BATCH: "day" (the default)
+	// compares Global Batch deployments per UTC day, "skip" not at all.
+	GlobalBatch reconcile.BatchMode `json:"global_batch"`
 	// ClientID is OFFPATH_AOAI_CLIENT_ID: the user-assigned identity that
 	// holds Monitoring Reader on the resource (empty: the system one).
 	ClientID string `json:"client_id,omitempty"`
@@ -37,7 +46,8 @@ func (c *Handler) loadReconcile(getenv func(string) string) []error {
 	}
 	var errs []error
 	r := &Reconcile{ResourceID: id, MonitorEndpoint: strings.TrimRight(getenv("OFFPATH_MONITOR_ENDPOINT"), "/"),
-		Tolerance: 0.01, MinTokens: 100, Settle: 20 * time.Minute, ClientID: getenv("OFFPATH_AOAI_CLIENT_ID")}
+		Tolerance: reconcile.DefaultTolerance, MinTokens: reconcile.DefaultMinTokens, Settle: reconcile.DefaultSettle,
+		Period: time.Hour, GlobalBatch: reconcile.BatchByDay, ClientID: getenv("OFFPATH_AOAI_CLIENT_ID")}
 	if !strings.Contains(strings.ToLower(id), "/providers/microsoft.cognitiveservices/accounts/") {
 		errs = append(errs, fmt.Errorf("OFFPATH_AOAI_RESOURCE_ID %q: must be the Azure OpenAI resource's id (…/providers/Microsoft.CognitiveServices/accounts/{name})", id))
 	}
@@ -61,6 +71,21 @@ func (c *Handler) loadReconcile(getenv func(string) string) []error {
 			errs = append(errs, fmt.Errorf("OFFPATH_RECONCILE_SETTLE %q: must be a duration between 0 and 24h", s))
 		}
 		r.Settle = v
+	}
+	if s := getenv("OFFPATH_RECONCILE_PERIOD"); s != "" {
+		v, err := time.ParseDuration(s)
+		if err != nil || !slices.Contains(reconcile.Periods, v) {
+			errs = append(errs, fmt.Errorf("OFFPATH_RECONCILE_PERIOD %q: must be one of 1m, 5m, 15m, 30m, 1h", s))
+		}
+		r.Period = v
+	}
+	switch s := reconcile.BatchMode(getenv("OFFPATH_RECONCILE_GLOBAL_BATCH")); s {
+	case "":
+	case reconcile.BatchByDay, reconcile.BatchSkip:
+		r.GlobalBatch = s
+	default:
+		errs = append(errs, fmt.Errorf("OFFPATH_RECONCILE_GLOBAL_BATCH %q: must be %q (compare Global Batch deployments per UTC day) or %q (do not compare them)",
+			s, reconcile.BatchByDay, reconcile.BatchSkip))
 	}
 	if ep := r.MonitorEndpoint; ep != "" && !strings.HasPrefix(ep, "https://") {
 		errs = append(errs, fmt.Errorf("OFFPATH_MONITOR_ENDPOINT %q: must be an https URL", ep))

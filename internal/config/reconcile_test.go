@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/config"
+	"github.com/offpath/offpath/internal/reconcile"
 )
 
 const accountID = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.CognitiveServices/accounts/aoai"
@@ -26,14 +27,17 @@ func TestLoadHandler_Reconcile(t *testing.T) {
 			}
 		}},
 		{name: "defaults", env: with("OFFPATH_AOAI_RESOURCE_ID", accountID), check: func(t *testing.T, r *config.Reconcile) {
-			if r == nil || r.ResourceID != accountID || r.Tolerance != 0.01 || r.MinTokens != 100 || r.Settle != 20*time.Minute || r.MonitorEndpoint != "" {
+			if r == nil || r.ResourceID != accountID || r.Tolerance != 0.01 || r.MinTokens != 100 || r.Settle != 20*time.Minute || r.MonitorEndpoint != "" ||
+				r.Period != time.Hour || r.GlobalBatch != reconcile.BatchByDay {
 				t.Errorf("Reconcile = %+v", r)
 			}
 		}},
 		{name: "set", env: with("OFFPATH_AOAI_RESOURCE_ID", accountID, "OFFPATH_RECONCILE_TOLERANCE", "0.05", "OFFPATH_RECONCILE_MIN_TOKENS", "1000",
-			"OFFPATH_RECONCILE_SETTLE", "45m", "OFFPATH_MONITOR_ENDPOINT", "https://management.usgovcloudapi.net/"),
+			"OFFPATH_RECONCILE_SETTLE", "45m", "OFFPATH_MONITOR_ENDPOINT", "https://management.usgovcloudapi.net/",
+			"OFFPATH_RECONCILE_PERIOD", "5m", "OFFPATH_RECONCILE_GLOBAL_BATCH", "skip"),
 			check: func(t *testing.T, r *config.Reconcile) {
-				if r.Tolerance != 0.05 || r.MinTokens != 1000 || r.Settle != 45*time.Minute || r.MonitorEndpoint != "https://management.usgovcloudapi.net" {
+				if r.Tolerance != 0.05 || r.MinTokens != 1000 || r.Settle != 45*time.Minute || r.MonitorEndpoint != "https://management.usgovcloudapi.net" ||
+					r.Period != 5*time.Minute || r.GlobalBatch != reconcile.BatchSkip {
 					t.Errorf("Reconcile = %+v", r)
 				}
 			}},
@@ -41,6 +45,15 @@ func TestLoadHandler_Reconcile(t *testing.T) {
 		{name: "bad tolerance", env: with("OFFPATH_AOAI_RESOURCE_ID", accountID, "OFFPATH_RECONCILE_TOLERANCE", "5"), wantErr: "OFFPATH_RECONCILE_TOLERANCE"},
 		{name: "bad min tokens", env: with("OFFPATH_AOAI_RESOURCE_ID", accountID, "OFFPATH_RECONCILE_MIN_TOKENS", "-1"), wantErr: "OFFPATH_RECONCILE_MIN_TOKENS"},
 		{name: "bad settle", env: with("OFFPATH_AOAI_RESOURCE_ID", accountID, "OFFPATH_RECONCILE_SETTLE", "forever"), wantErr: "OFFPATH_RECONCILE_SETTLE"},
+		{name: "period of a minute", env: with("OFFPATH_AOAI_RESOURCE_ID", accountID, "OFFPATH_RECONCILE_PERIOD", "1m"), check: func(t *testing.T, r *config.Reconcile) {
+			if r.Period != time.Minute {
+				t.Errorf("Period = %v, want 1m", r.Period)
+			}
+		}},
+		{name: "period not a grain", env: with("OFFPATH_AOAI_RESOURCE_ID", accountID, "OFFPATH_RECONCILE_PERIOD", "2m"), wantErr: "OFFPATH_RECONCILE_PERIOD \"2m\": must be one of 1m, 5m, 15m, 30m, 1h"},
+		{name: "period of a day", env: with("OFFPATH_AOAI_RESOURCE_ID", accountID, "OFFPATH_RECONCILE_PERIOD", "24h"), wantErr: "OFFPATH_RECONCILE_PERIOD"},
+		{name: "period not a duration", env: with("OFFPATH_AOAI_RESOURCE_ID", accountID, "OFFPATH_RECONCILE_PERIOD", "hourly"), wantErr: "OFFPATH_RECONCILE_PERIOD"},
+		{name: "global batch mode unknown", env: with("OFFPATH_AOAI_RESOURCE_ID", accountID, "OFFPATH_RECONCILE_GLOBAL_BATCH", "hour"), wantErr: "OFFPATH_RECONCILE_GLOBAL_BATCH \"hour\""},
 		{name: "plain http endpoint", env: with("OFFPATH_AOAI_RESOURCE_ID", accountID, "OFFPATH_MONITOR_ENDPOINT", "http://127.0.0.1:4141"), wantErr: "OFFPATH_MONITOR_ENDPOINT"},
 	}
 	for _, tt := range tests {

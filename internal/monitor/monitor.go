@@ -74,12 +74,12 @@ func New(cred azcore.TokenCredential, cfg Config) (*Client, error) {
 	return &Client{c: c, resource: strings.TrimPrefix(cfg.ResourceID, "/")}, nil
 }
 
-// Tokens returns the tokens Azure counted per deployment in [from, to),
-// summed over the hours of the span [from, until).
+// Tokens returns the tokens Azure counted per deployment in [from, until),
+// summed over the time grains of the span.
 func (c *Client) Tokens(ctx context.Context, from, until time.Time) (map[string]reconcile.Tokens, error) {
 	res, err := c.c.QueryResource(ctx, c.resource, &azquery.MetricsClientQueryResourceOptions{
 		Timespan:    to.Ptr(azquery.NewTimeInterval(from.UTC(), until.UTC())),
-		Interval:    to.Ptr("PT1H"),
+		Interval:    to.Ptr(Grain(from, until)),
 		MetricNames: to.Ptr(PromptTokens + "," + GeneratedTokens),
 		Aggregation: []*azquery.AggregationType{to.Ptr(azquery.AggregationTypeTotal)},
 		Filter:      to.Ptr(DeploymentDimension + " eq '*'"),
@@ -120,6 +120,26 @@ func (c *Client) Tokens(ctx context.Context, from, until time.Time) (map[string]
 	return out, nil
 }
 
+// grains are Azure Monitor's time grains, longest first.
+var grains = []struct {
+	d    time.Duration
+	name string
+}{{24 * time.Hour, "P1D"}, {12 * time.Hour, "PT12H"}, {6 * time.Hour, "PT6H"}, {time.Hour, "PT1H"},
+	{30 * time.Minute, "PT30M"}, {15 * time.Minute, "PT15M"}, {5 * time.Minute, "PT5M"}, {time.Minute, "PT1M"}}
+
+// Grain is the longest time grain whose buckets tile [from, until)
+// exactly, so that no bucket reaches outside the span: Azure Monitor
+// aligns its buckets to the grain. PT1M if none does.
+func Grain(from, until time.Time) string {
+	span, offset := until.Sub(from), from.UTC().Sub(from.UTC().Truncate(24*time.Hour))
+	for _, g := range grains {
+		if span >= g.d && span%g.d == 0 && offset%g.d == 0 {
+			return g.name
+		}
+	}
+	return "PT1M"
+}
+
 // deployment is a series' ModelDeploymentName (Azure answers dimension
 // names in lower case).
 func deployment(ts *azquery.TimeSeriesElement) string {
@@ -130,8 +150,6 @@ func deployment(ts *azquery.TimeSeriesElement) string {
 	}
 	return ""
 }
-
-func toPtr[T any](v T) *T { return to.Ptr(v) }
 
 func deref(s *string) string {
 	if s == nil {

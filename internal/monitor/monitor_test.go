@@ -19,12 +19,14 @@ import (
 
 const resource = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.CognitiveServices/accounts/aoai"
 
-// key is a token credential that hands out the simulator's key, as Entra
-// ID would hand out a token.
-type key struct{}
+// identity is a token credential holding the tokens the simulator's
+// managed identity endpoint issues (the handler's credential asks the
+// endpoint itself: internal/reconcile's end-to-end test).
+type identity struct{ sim *aoaisim.Server }
 
-func (key) GetToken(context.Context, policy.TokenRequestOptions) (azcore.AccessToken, error) {
-	return azcore.AccessToken{Token: aoaisim.DefaultKey, ExpiresOn: time.Now().Add(time.Hour)}, nil
+func (i identity) GetToken(_ context.Context, o policy.TokenRequestOptions) (azcore.AccessToken, error) {
+	tok, exp := i.sim.IssueToken(o.Scopes[0])
+	return azcore.AccessToken{Token: tok, ExpiresOn: exp}, nil
 }
 
 // TestClient_Tokens reads, through the SDK's metrics client and over TLS,
@@ -61,7 +63,7 @@ func TestClient_Tokens(t *testing.T) {
 	clock.Advance(time.Hour) // 11:10: another hour
 	chat()
 
-	c, err := monitor.New(key{}, monitor.Config{ResourceID: resource, Endpoint: ts.URL, ClientOptions: azcore.ClientOptions{Transport: ts.Client()}})
+	c, err := monitor.New(identity{sim}, monitor.Config{ResourceID: resource, Endpoint: ts.URL, ClientOptions: azcore.ClientOptions{Transport: ts.Client()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,8 +80,33 @@ func TestClient_Tokens(t *testing.T) {
 	if len(got) != 2 {
 		t.Errorf("deployments %v, want 2", got)
 	}
-	if _, err := monitor.New(key{}, monitor.Config{ResourceID: "/subscriptions/x/resourceGroups/rg/providers/Microsoft.Storage/storageAccounts/s"}); err == nil ||
+	if _, err := monitor.New(identity{sim}, monitor.Config{ResourceID: "/subscriptions/x/resourceGroups/rg/providers/Microsoft.Storage/storageAccounts/s"}); err == nil ||
 		!strings.Contains(err.Error(), "not an Azure OpenAI") {
 		t.Errorf("New(a storage account) = %v", err)
+	}
+}
+
+// TestGrain: the query's time grain tiles the span exactly, so that no
+// bucket of Azure Monitor's (aligned to the grain) reaches outside it.
+func TestGrain(t *testing.T) {
+	t.Parallel()
+	at := func(h, m int) time.Time { return time.Date(2026, 11, 3, h, m, 0, 0, time.UTC) }
+	for _, tc := range []struct {
+		from, to time.Time
+		want     string
+	}{
+		{at(10, 0), at(11, 0), "PT1H"},
+		{at(10, 5), at(10, 6), "PT1M"},
+		{at(10, 5), at(10, 10), "PT5M"},
+		{at(10, 15), at(10, 30), "PT15M"},
+		{at(10, 30), at(11, 0), "PT30M"},
+		{at(0, 0), at(0, 0).Add(24 * time.Hour), "P1D"},
+		{at(0, 0), at(23, 59), "PT1M"},
+		{at(0, 0), at(23, 0), "PT1H"},
+		{at(10, 5), at(11, 5), "PT5M"}, // an hour, not on the hour
+	} {
+		if got := monitor.Grain(tc.from, tc.to); got != tc.want {
+			t.Errorf("Grain(%s, %s) = %s, want %s", tc.from.Format("15:04"), tc.to.Format("15:04"), got, tc.want)
+		}
 	}
 }

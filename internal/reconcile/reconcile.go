@@ -1,30 +1,34 @@
 // Package reconcile compares the ledger with Azure's own meter: per Azure
-// OpenAI deployment and UTC hour, the prompt and completion tokens the
+// OpenAI deployment and period (a UTC hour by default), the prompt and completion tokens the
 // ledger holds against the Azure Monitor platform metrics of the resource
 // (Processed Prompt Tokens and Generated Completion Tokens split by
 // ModelDeploymentName). A difference beyond the tolerance raises
-// "ledger_drift" naming the deployment, the hour, both figures and the
+// "ledger_drift" naming the deployment, the period, both figures and the
 // likely cause: Azure counted more than offpath metered (spend offpath did
 // not meter, or traffic that did not go through offpath: a second door on
-// the deployment), or less (usage booked in another hour, or metrics that
+// the deployment), or less (usage booked in another period, or metrics that
 // are not final).
 //
-// # Which hour
+// # Which period
 //
-// Azure's metrics arrive minutes late, so an hour is compared only once it
-// is final, Settle after it ended. A watermark (the first hour not yet
-// compared, kept in Table Storage and written only if no other run moved
-// it) makes every hour compared once: each Run compares every final hour
-// from the watermark on, at most MaxHours of them (a longer outage skips
-// the oldest and says so in the log), then advances it. The first Run,
-// with no watermark, compares the latest final hour. Ledger rows are placed in the hour they were last written: a
+// The period is an hour unless Options.Period says otherwise (one of
+// Periods: a shorter one serves tests and demos, which cannot wait an
+// hour). Azure's metrics arrive minutes late, so a period is compared only
+// once it is final, Settle after it ended. A watermark (the first period
+// not yet compared, kept in Table Storage and written only if no other run
+// moved it) makes every period compared once: each Run compares every
+// final period from the watermark on, those of the last MaxHours hours at
+// most (a longer outage skips the oldest and says so in the log), then
+// advances it. The first Run, with no watermark, compares the latest final
+// period. Ledger rows are placed in the period they were last written: a
 // queue delivery's rows are written as its calls return, so they fall in
-// the hour Azure counted them (a delivery that spans an hour boundary
-// shifts a few calls into the next hour: the tolerance absorbs that). A
+// the period Azure counted them (a call that returns across a period's
+// end shifts its tokens into the next one: the tolerance absorbs that). A
 // Global Batch part's row is written at its harvest, hours after Azure ran
 // its lines, so Global Batch deployments (the catalog says which) are
 // compared per UTC day instead, on the Run that compares the day's last
-// hour.
+// period, or not at all (BatchSkip) where the resource's metrics may not
+// count them.
 package reconcile
 
 import (
@@ -53,13 +57,29 @@ const (
 	DefaultMaxHours  = 48   // hours one Run catches up at most
 )
 
+// Periods are the comparison periods allowed: each divides an hour, and
+// each is a time grain of Azure Monitor's metrics.
+var Periods = []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour}
+
+// BatchMode says how Global Batch deployments are compared.
+type BatchMode string
+
+// The batch modes.
+const (
+	// BatchByDay compares them per UTC day, at the day's last period.
+	BatchByDay BatchMode = "day"
+	// BatchSkip never compares them: for a resource whose metrics leave
+	// Global Batch out.
+	BatchSkip BatchMode = "skip"
+)
+
 // ErrConflict is returned by a Watermark whose row another run wrote first.
 var ErrConflict = errors.New("the watermark was moved by another run")
 
-// Watermark keeps the first hour not yet compared (package tablestore's
+// Watermark keeps the first period not yet compared (package tablestore's
 // Watermark).
 type Watermark interface {
-	// Load returns the hour and a version; the zero time when there is none.
+	// Load returns the period's start and a version; the zero time when there is none.
 	Load(ctx context.Context) (next time.Time, version string, err error)
 	// Save writes next if the version is still version (""; no watermark
 	// yet), ErrConflict if not, and returns the new version.
@@ -103,18 +123,24 @@ type Options struct {
 	Ledger  Ledger
 	Tenants Tenants
 	Alerts  Alerter
-	// Watermark, if set, makes Run catch up every hour since the last
+	// Watermark, if set, makes Run catch up every period since the last
 	// Run (see the package documentation); nil: Run compares the latest
-	// final hour only.
+	// final period only.
 	Watermark Watermark
-	// MaxHours bounds the hours one Run compares. Default DefaultMaxHours.
+	// MaxHours bounds how far back one Run compares. Default
+	// DefaultMaxHours.
 	MaxHours int
-	// BatchDeployments are compared per day (see the package
-	// documentation).
+	// Period is the span compared at once, one of Periods. Default an
+	// hour.
+	Period time.Duration
+	// BatchDeployments are the Global Batch deployments, compared as
+	// Batch says (see the package documentation).
 	BatchDeployments []string
+	// Batch is BatchByDay (the default) or BatchSkip.
+	Batch BatchMode
 	// Now is the clock (default time.Now).
 	Now func() time.Time
-	// Settle is how long after an hour ends its metrics are taken as
+	// Settle is how long after a period ends its metrics are taken as
 	// final. Default DefaultSettle.
 	Settle time.Duration
 	// Tolerance is the relative difference (of Azure's count, per prompt
@@ -151,6 +177,19 @@ func New(o Options) (*Reconciler, error) {
 	if o.MaxHours <= 0 {
 		o.MaxHours = DefaultMaxHours
 	}
+	if o.Period == 0 {
+		o.Period = time.Hour
+	}
+	if !slices.Contains(Periods, o.Period) {
+		return nil, fmt.Errorf("reconcile: period %v: must be one of %v", o.Period, Periods)
+	}
+	switch o.Batch {
+	case "":
+		o.Batch = BatchByDay
+	case BatchByDay, BatchSkip:
+	default:
+		return nil, fmt.Errorf("reconcile: batch mode %q: must be %q or %q", o.Batch, BatchByDay, BatchSkip)
+	}
 	return &Reconciler{o: o}, nil
 }
 
@@ -163,13 +202,14 @@ type Period struct {
 	Drift      bool
 }
 
-// Run compares every final hour from the watermark on (without one, the
-// hour that ended Settle ago), each as Compare does, alerts on every
-// drift and advances the watermark past the hours compared. It returns
-// every comparison made; on an error, the hours compared before it stay
+// Run compares every final period from the watermark on (without one, the
+// period that ended Settle ago), each as Compare does, alerts on every
+// drift and advances the watermark past the periods compared. It returns
+// every comparison made; on an error, the periods compared before it stay
 // compared and the next Run starts at the one that failed.
 func (r *Reconciler) Run(ctx context.Context) ([]Period, error) {
-	last := r.o.Now().UTC().Add(-r.o.Settle).Truncate(time.Hour).Add(-time.Hour)
+	step := r.o.Period
+	last := r.o.Now().UTC().Add(-r.o.Settle).Truncate(step).Add(-step)
 	if r.o.Watermark == nil {
 		return r.Compare(ctx, last)
 	}
@@ -180,22 +220,25 @@ func (r *Reconciler) Run(ctx context.Context) ([]Period, error) {
 	if next.IsZero() {
 		next = last
 	}
-	if oldest := last.Add(-time.Duration(r.o.MaxHours-1) * time.Hour); next.Before(oldest) {
+	// A watermark written under a shorter period: the period that holds it
+	// is compared whole (again, in part) rather than skipped.
+	next = next.Truncate(step)
+	if oldest := last.Add(step - time.Duration(r.o.MaxHours)*time.Hour); next.Before(oldest) {
 		zerolog.Ctx(ctx).Warn().Str("event", "reconcile_hours_skipped").Time("from", next).Time("to", oldest).
-			Int("max_hours", r.o.MaxHours).Msg("more final hours than one run compares: the oldest are not compared")
+			Int("max_hours", r.o.MaxHours).Msg("more final periods than one run compares: the oldest are not compared")
 		next = oldest
 	}
 	var out []Period
 	var failed error
 	h := next
-	for ; !h.After(last); h = h.Add(time.Hour) {
+	for ; !h.After(last); h = h.Add(step) {
 		if err := ctx.Err(); err != nil {
 			failed = fmt.Errorf("reconcile: %w", err)
 			break
 		}
 		ps, err := r.Compare(ctx, h)
 		if err != nil {
-			failed = fmt.Errorf("hour %s: %w", h.Format(time.RFC3339), err)
+			failed = fmt.Errorf("period %s: %w", h.Format(time.RFC3339), err)
 			break
 		}
 		out = append(out, ps...)
@@ -208,27 +251,30 @@ func (r *Reconciler) Run(ctx context.Context) ([]Period, error) {
 	return out, failed
 }
 
-// Compare compares one UTC hour (and its day for Global Batch
-// deployments, if it is the day's last hour).
-func (r *Reconciler) Compare(ctx context.Context, hour time.Time) ([]Period, error) {
-	hour = hour.UTC().Truncate(time.Hour)
-	day := time.Date(hour.Year(), hour.Month(), hour.Day(), 0, 0, 0, 0, time.UTC)
-	lastOfDay := hour.Add(time.Hour).Equal(day.Add(24 * time.Hour))
-	from := hour
+// Compare compares the period that starts at start (and its day for
+// Global Batch deployments compared by day, if it is the day's last
+// period).
+func (r *Reconciler) Compare(ctx context.Context, start time.Time) ([]Period, error) {
+	start = start.UTC().Truncate(r.o.Period)
+	end := start.Add(r.o.Period)
+	day := time.Date(start.Year(), start.Month(), start.Day(), 0, 0, 0, 0, time.UTC)
+	byDay := r.o.Batch == BatchByDay && len(r.o.BatchDeployments) > 0
+	lastOfDay := byDay && end.Equal(day.Add(24*time.Hour))
+	from := start
 	if lastOfDay {
 		from = day
 	}
-	rows, err := r.rows(ctx, from, hour.Add(time.Hour))
+	rows, err := r.rows(ctx, from, end)
 	if err != nil {
 		return nil, err
 	}
-	az, err := r.o.Metrics.Tokens(ctx, hour, hour.Add(time.Hour))
+	az, err := r.o.Metrics.Tokens(ctx, start, end)
 	if err != nil {
 		return nil, fmt.Errorf("reconcile: read Azure's metrics: %w", err)
 	}
 	var azDay map[string]Tokens
-	if lastOfDay && len(r.o.BatchDeployments) > 0 {
-		if azDay, err = r.o.Metrics.Tokens(ctx, day, hour.Add(time.Hour)); err != nil {
+	if lastOfDay {
+		if azDay, err = r.o.Metrics.Tokens(ctx, day, end); err != nil {
 			return nil, fmt.Errorf("reconcile: read Azure's metrics of the day: %w", err)
 		}
 	}
@@ -246,7 +292,7 @@ func (r *Reconciler) Compare(ctx context.Context, hour time.Time) ([]Period, err
 	slices.Sort(names)
 	var out []Period
 	for _, d := range names {
-		p := Period{Deployment: d, From: hour, To: hour.Add(time.Hour), Azure: az[d]}
+		p := Period{Deployment: d, From: start, To: end, Azure: az[d]}
 		if slices.Contains(r.o.BatchDeployments, d) {
 			if !lastOfDay {
 				continue
@@ -265,7 +311,7 @@ func (r *Reconciler) Compare(ctx context.Context, hour time.Time) ([]Period, err
 		}
 		out = append(out, p)
 	}
-	zerolog.Ctx(ctx).Info().Str("event", "ledger_reconciled").Time("hour", hour).Int("deployments", len(out)).
+	zerolog.Ctx(ctx).Info().Str("event", "ledger_reconciled").Time("from", start).Time("to", end).Int("deployments", len(out)).
 		Int("drifts", countDrifts(out)).Msg("ledger compared with Azure Monitor")
 	return out, nil
 }
