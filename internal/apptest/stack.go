@@ -2,10 +2,14 @@ package apptest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -41,8 +45,11 @@ type Config struct {
 	// aoaisim.DefaultDeployments(); a nil Speed, the simulator's default.
 	Sim aoaisim.Config
 	// Settings override the app settings (local.settings.json's Values).
-	// The defaults point the app at this stack's Azurite, simulator and
-	// alert sink and speed the batch path up: OFFPATH_LOG_LEVEL warn,
+	// The defaults point the app at this stack's Azurite, simulator (over
+	// TLS, trusted through SSL_CERT_FILE; also as Azure Monitor,
+	// OFFPATH_MONITOR_ENDPOINT, and as App Service's managed identity
+	// endpoint, IDENTITY_ENDPOINT and IDENTITY_HEADER) and alert sink and
+	// speed the batch path up: OFFPATH_LOG_LEVEL warn,
 	// OFFPATH_BATCH_POLL_SCHEDULE every second, OFFPATH_BATCH_POLL_INTERVAL
 	// 50ms, OFFPATH_BATCH_BACKOFF_BASE 500ms, an admin key
 	// (OFFPATH_ADMIN_KEY_SHA256) and the dev host's keys. A %SETTING% that a
@@ -81,9 +88,11 @@ type Stack struct {
 	// AppDir is the app folder (host.json, function folders, settings).
 	AppDir string
 
-	// Sim is the simulator, at SimURL.
-	Sim    *aoaisim.Server
-	SimURL string
+	// Sim is the simulator, at SimURL (https); SimClient trusts its
+	// certificate, for a test that calls it directly.
+	Sim       *aoaisim.Server
+	SimURL    string
+	SimClient *http.Client
 	// Azurite is the stack's private storage emulator; Blobs and Tables
 	// are clients of it.
 	Azurite *azurite.Azurite
@@ -147,13 +156,22 @@ func Start(tb testing.TB, cfg Config) *Stack {
 	if err != nil {
 		tb.Fatalf("aoaisim.New: %v", err)
 	}
-	simURL, err := sim.Start("127.0.0.1:0")
+	// Over TLS, as Azure serves: the handler trusts the simulator's
+	// certificate through SSL_CERT_FILE, which Go reads on Linux.
+	simURL, certPEM, err := sim.StartTLS("127.0.0.1:0")
 	if err != nil {
 		tb.Fatalf("start the simulator: %v", err)
 	}
 	tb.Cleanup(func() { _ = sim.Close() })
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(certPEM)
+	certFile := filepath.Join(tb.TempDir(), "aoaisim.pem")
+	if err := os.WriteFile(certFile, certPEM, 0o644); err != nil {
+		tb.Fatal(err)
+	}
 
-	s := &Stack{Keys: map[string]string{}, AppDir: tb.TempDir(), Sim: sim, SimURL: simURL, Azurite: az, tb: tb, root: root, alerts: newSink(tb), traces: newTraces(), out: &output{}}
+	s := &Stack{Keys: map[string]string{}, AppDir: tb.TempDir(), Sim: sim, SimURL: simURL, Azurite: az,
+		SimClient: &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}, tb: tb, root: root, alerts: newSink(tb), traces: newTraces(), out: &output{}}
 	s.handler = filepath.Join(s.AppDir, "handler")
 	adminKey, adminDigest, err := auth.NewAdminKey(rand.Reader)
 	if err != nil {
@@ -161,10 +179,15 @@ func Start(tb testing.TB, cfg Config) *Stack {
 	}
 	s.AdminKey = adminKey
 	settings := map[string]string{
-		"FUNCTIONS_WORKER_RUNTIME":    "custom",
-		"AzureWebJobsStorage":         az.ConnectionString(),
-		"OFFPATH_AOAI_ENDPOINT":       simURL,
-		"OFFPATH_AOAI_API_KEY":        aoaisim.DefaultKey,
+		"FUNCTIONS_WORKER_RUNTIME": "custom",
+		"AzureWebJobsStorage":      az.ConnectionString(),
+		"OFFPATH_AOAI_ENDPOINT":    simURL,
+		"OFFPATH_AOAI_API_KEY":     aoaisim.DefaultKey,
+		"SSL_CERT_FILE":            certFile,
+		"OFFPATH_MONITOR_ENDPOINT": simURL,
+		// App Service's managed identity endpoint, played by the simulator.
+		"IDENTITY_ENDPOINT":           simURL + aoaisim.IdentityPath,
+		"IDENTITY_HEADER":             cmp.Or(simCfg.IdentityHeader, aoaisim.DefaultIdentityHeader),
 		"OFFPATH_LOG_LEVEL":           "warn",
 		"OFFPATH_BATCH_POLL_SCHEDULE": "*/1 * * * * *",
 		"OFFPATH_BATCH_POLL_INTERVAL": "50ms",

@@ -26,7 +26,8 @@ func TestEndToEnd_SecondDoorThroughTheDevHost(t *testing.T) {
 	speed := 600.0
 	st := apptest.Start(t, apptest.Config{Sim: aoaisim.Config{Speed: &speed, Batch: aoaisim.BatchConfig{LinesPerMinute: 600}}})
 	ctx := context.Background()
-	direct := openai.NewClient(option.WithBaseURL(st.SimURL+"/openai/v1/"), option.WithAPIKey(aoaisim.DefaultKey), option.WithMaxRetries(0))
+	direct := openai.NewClient(option.WithBaseURL(st.SimURL+"/openai/v1/"), option.WithAPIKey(aoaisim.DefaultKey), option.WithMaxRetries(0),
+		option.WithHTTPClient(st.SimClient))
 	f, err := direct.Files.New(ctx, openai.FileNewParams{
 		File: openai.File(strings.NewReader(input(12, batchDep)), "side-project.jsonl", "application/jsonl"), Purpose: openai.FilePurposeBatch})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/offpath/offpath/internal/alert/alerttest"
 	"github.com/offpath/offpath/internal/aoaisim"
+	"github.com/offpath/offpath/internal/apptest"
 	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/monitor"
@@ -31,6 +32,7 @@ var shared azurite.Shared
 func TestMain(m *testing.M) {
 	code := m.Run()
 	shared.Stop()
+	apptest.Cleanup()
 	os.Exit(code)
 }
 
