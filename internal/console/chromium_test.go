@@ -106,7 +106,8 @@ func TestConsole_InChromium(t *testing.T) {
 	// A batch created straight against the resource: the audit raises a
 	// second_door alert, which the operator must see.
 	ctx := context.Background()
-	direct := openai.NewClient(option.WithBaseURL(s.SimURL+"/openai/v1/"), option.WithAPIKey(aoaisim.DefaultKey), option.WithMaxRetries(0))
+	direct := openai.NewClient(option.WithBaseURL(s.SimURL+"/openai/v1/"), option.WithAPIKey(aoaisim.DefaultKey), option.WithMaxRetries(0),
+		option.WithHTTPClient(s.SimClient))
 	var jsonl strings.Builder
 	for i := range 3 {
 		fmt.Fprintf(&jsonl, `{"custom_id":"side-%d","method":"POST","url":"/chat/completions","body":{"model":"gpt-4o-mini-batch","messages":[{"role":"user","content":"side project %d"}]}}`+"\n", i, i)
