@@ -121,6 +121,10 @@ var flexAppSettings = {
   // The reconciliation compares each hour with Azure Monitor once its
   // metrics are final (20 minutes after it ends).
   OFFPATH_RECONCILE_SCHEDULE: '0 25 * * * *'
+  // Each queue's maxDeliveryCount (servicebus.bicep), so that a transient
+  // failure on a message's last delivery is recorded dead_lettered.
+  OFFPATH_INGEST_MAX_DELIVERY_COUNT: '5'
+  OFFPATH_INGEST_HEAVY_MAX_DELIVERY_COUNT: '8'
   // Sizing (written by `offpath sizing`): messages in flight per instance,
   // and the static share of the chat deployment's quota one instance falls
   // back to while the lease store cannot be reached.
