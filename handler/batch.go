@@ -62,7 +62,7 @@ func newBatch(cfg config.Handler, t tenancy, logger zerolog.Logger) (*batchPath,
 		return nil, err
 	}
 	tables := t.tables
-	store := blobstore.New(blobs, blobstore.Options{})
+	store := blobstore.New(blobs, blobstore.Options{BlockSize: batch.BlockSize})
 	jobs := tablestore.NewJobs(tables, tablestore.DefaultJobsTable, nil)
 	alerts := alert.New(b.AlertWebhook, nil, t.alerts)
 	svc, err := batch.New(batch.Options{

@@ -132,7 +132,7 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 		tables: svc, suffix: n,
 		jobs:   tablestore.NewJobs(svc, "bjobs"+n, nil),
 		ledger: &countingLedger{Ledger: tablestore.NewLedger(svc, tablestore.LedgerOptions{Table: "bled" + n}), records: map[string]int{}},
-		blobs:  blobstore.New(bc, blobstore.Options{}),
+		blobs:  blobstore.New(bc, blobstore.Options{BlockSize: batch.BlockSize}),
 		cont:   batch.Containers{Inputs: "in" + n, Results: "res" + n, Uploads: "up" + n},
 	}
 	b, err := os.ReadFile("../../models.json")

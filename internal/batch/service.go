@@ -123,6 +123,13 @@ const (
 	DefaultMaxAdmitPerTick  = 100
 	DefaultBackoffBase      = 30 * time.Second
 	DefaultBackoffMax       = 30 * time.Minute
+
+	// BlockSize is the block size to give the blob store of Options.Blobs
+	// (package blobstore's default is 4 MiB). A harvest writes two blobs
+	// at once (Azure's output and the results) and a tick harvests up to
+	// Concurrency jobs: with 1 MiB blocks a harvest's upload buffers take
+	// 4 MiB, not 16, and its peak memory does not grow with the output.
+	BlockSize               = 1 << 20
 	DefaultAgeLimit         = 2 * time.Hour
 	DefaultHeldAlert        = 6 * time.Hour
 	DefaultOverdueMargin    = 2 * time.Hour
