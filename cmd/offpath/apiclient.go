@@ -20,18 +20,23 @@ const defaultAPIURL = "http://127.0.0.1:7071"
 type apiFlags struct {
 	url, key, functionKey *string
 	asJSON                *bool
+	// admin, when set and true, calls as the operator: the key defaults
+	// to $OFFPATH_ADMIN_KEY.
+	admin *bool
 }
+
+func (f apiFlags) isAdmin() bool { return f.admin != nil && *f.admin }
 
 func addAPIFlags(fs *flag.FlagSet) apiFlags {
 	return apiFlags{
 		url:         fs.String("url", "", "the function app's base URL (default $OFFPATH_URL, else "+defaultAPIURL+")"),
-		key:         fs.String("key", "", "the tenant's API key (default $OFFPATH_API_KEY)"),
+		key:         fs.String("key", "", "the tenant's API key (default $OFFPATH_API_KEY); the admin key for admin commands (default $OFFPATH_ADMIN_KEY)"),
 		functionKey: fs.String("function-key", "", "the function key, sent as x-functions-key (default $OFFPATH_FUNCTION_KEY)"),
 		asJSON:      fs.Bool("json", false, "print JSON"),
 	}
 }
 
-// apiClient calls offpath's REST API as a tenant.
+// apiClient calls offpath's REST API as a tenant or the operator.
 type apiClient struct {
 	base, key, functionKey string
 	http                   *http.Client
@@ -43,9 +48,13 @@ func (c *cli) client(f apiFlags) (*apiClient, error) {
 	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, usagef("-url %q: want http(s)://host[:port]", base)
 	}
-	key := cmpOr(*f.key, c.getenv("OFFPATH_API_KEY"))
+	keyEnv, keyName := "OFFPATH_API_KEY", "the tenant's API key"
+	if f.isAdmin() {
+		keyEnv, keyName = "OFFPATH_ADMIN_KEY", "the admin key"
+	}
+	key := cmpOr(*f.key, c.getenv(keyEnv))
 	if key == "" {
-		return nil, usagef("missing -key (or OFFPATH_API_KEY): the tenant's API key")
+		return nil, usagef("missing -key (or %s): %s", keyEnv, keyName)
 	}
 	return &apiClient{base: strings.TrimRight(base, "/"), key: key,
 		functionKey: cmpOr(*f.functionKey, c.getenv("OFFPATH_FUNCTION_KEY")),
@@ -140,4 +149,11 @@ func clipText(s string) string {
 		return s[:200] + "…"
 	}
 	return s
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

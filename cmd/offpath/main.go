@@ -1,11 +1,12 @@
 // Command offpath is the operator's CLI: it creates, lists, suspends and
 // re-keys tenants, prints who spent what in a month, follows documents, and
-// lists the model aliases. Those commands talk to Table Storage directly —
+// lists the model aliases. Most commands talk to Table Storage directly —
 // with a connection string (Azurite locally) or a table service URL and
 // DefaultAzureCredential (the operator's Entra ID login, or a managed
 // identity) — so they work when the API does not, and need no admin key.
-// The batches commands are a tenant's: they call the REST API with the
-// tenant's API key.
+// The batches and documents commands call the REST API instead: batches
+// with the tenant's API key, documents with a tenant's key or (for every
+// tenant's statuses and reprocess) the admin key.
 package main
 
 import (
@@ -48,17 +49,20 @@ Commands:
                                usage by path, alias and deployment, with
                                totals and estimated cost (all tenants without
                                -tenant; this month, UTC, without -month)
-  documents status TENANT/PATH [-json]
+  documents status TENANT/PATH [-admin [-tenant _unattributed]]
                                what became of a document of the queue path:
                                state, reason, version, deliveries, timings,
                                chunks, result and usage
-  documents list TENANT [-state S] [-limit N] [-json]
-                               a tenant's documents ("_unattributed": claim
-                               checks and uploads that named no tenant)
-  documents reprocess TENANT/PATH (-servicebus NS | -devhost URL) [-force]
-                               re-enqueue a rejected or dead-lettered document
-                               after a fix: the enqueue checks run again on
-                               the blob as it is now
+  documents list [-state S] [-limit N] [-cursor C] [-admin [-tenant T]]
+                               documents and their statuses: the tenant's, or
+                               with -admin every tenant's
+  documents reprocess TENANT/PATH
+                               put a dead-lettered document back on the queue
+                               path (admin): its blob is written again from
+                               the dead-lettered version
+                               (documents: through the REST API like batches;
+                               -admin and reprocess use the admin key, -key,
+                               default $OFFPATH_ADMIN_KEY)
   batches submit -alias A (-input FILE.jsonl | -input-blob NAME) [-system-prompt S]
          [-max-tokens N] [-metadata k=v,...] [-idempotency-key K]
                                submit a batch job through the REST API

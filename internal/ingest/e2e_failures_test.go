@@ -2,6 +2,7 @@ package ingest_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -16,9 +17,11 @@ import (
 
 // TestE2E_InfrastructureFailures: with every model call failing, a
 // document's message is retried and ends in the dead-letter queue after
-// MaxDeliveryCount, unmetered and without a result; with 30% of calls
-// failing, every document ends done, each metered exactly once, however
-// many deliveries it took.
+// MaxDeliveryCount, its last delivery recording it dead_lettered, unmetered
+// and without a result; the operator's reprocess (the CLI, through the
+// admin route) brings it to done exactly once, metered once. With 30% of
+// calls failing, every document ends done, each metered exactly once,
+// however many deliveries it took.
 func TestE2E_InfrastructureFailures(t *testing.T) {
 	t.Parallel()
 	const maxDelivery = 5
@@ -35,9 +38,9 @@ func TestE2E_InfrastructureFailures(t *testing.T) {
 	if err != nil || len(letters) != 1 || letters[0].DeadLetterReason != "MaxDeliveryCountExceeded" || letters[0].DeliveryCount < maxDelivery {
 		t.Fatalf("dead letters = %+v, %v", letters, err)
 	}
-	st, err := s.docs.Get(ctx, "acme", name)
-	if err != nil || st.State != document.Retrying || st.Deliveries != maxDelivery || !strings.Contains(st.Reason, "HTTP 5") {
-		t.Errorf("status = %+v, %v; want retrying after %d deliveries with the last error", st, err, maxDelivery)
+	st := s.final("acme", name, etag, 30*time.Second)
+	if st.State != document.DeadLettered || st.Deliveries != maxDelivery || !strings.Contains(st.Reason, "HTTP 5") {
+		t.Errorf("status = %+v; want dead_lettered after %d deliveries with the last error", st, maxDelivery)
 	}
 	if rows := s.usage("acme", name, etag); len(rows) != 0 {
 		t.Errorf("ledger rows %+v for a document never processed", rows)
@@ -45,19 +48,55 @@ func TestE2E_InfrastructureFailures(t *testing.T) {
 	if _, _, err := s.results.Read(ctx, name+".jsonl"); err == nil {
 		t.Error("a result exists for a document never processed")
 	}
+	if out, err := s.offpath("documents", "list", "-admin", "-state", "dead_lettered"); err != nil || !strings.Contains(out, name) {
+		t.Errorf("offpath documents list -admin -state dead_lettered: %v\n%s", err, out)
+	}
 
-	// The service is back: the operator re-enqueues the dead-lettered document.
+	// The service is back: the operator reprocesses the dead-lettered
+	// document through the API; its blob is written anew and enqueued.
 	if err := s.sim.SetFaults(nil); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := s.offpath("documents", "reprocess", name, "-devhost", s.host.URL(), "-master-key", "mkey"); err != nil {
+	out, err := s.offpath("documents", "reprocess", name, "-json")
+	if err != nil {
 		t.Fatalf("offpath documents reprocess: %v\n%s", err, out)
 	}
-	if st := s.final("acme", name, etag, 30*time.Second); st.State != document.Done || st.Deliveries != 1 {
-		t.Errorf("after reprocess: %+v, want done on the new message's first delivery", st)
+	var queued document.Status
+	if err := json.Unmarshal([]byte(out), &queued); err != nil || queued.State != document.Queued || queued.ETag == "" || queued.SameVersion(etag) {
+		t.Fatalf("reprocess -json = %+v, %v\n%s; want queued for a new version", queued, err, out)
 	}
-	if out, err := s.offpath("documents", "status", name); err != nil || !strings.Contains(out, "done") || !strings.Contains(out, "model calls") {
+	done := s.final("acme", name, queued.ETag, 30*time.Second)
+	if done.State != document.Done || done.Deliveries != 1 {
+		t.Errorf("after reprocess: %+v, want done on the new message's first delivery", done)
+	}
+	// Metered once: one finished row per deployment, holding the status's
+	// usage, and nothing under the dead-lettered version.
+	var prompt int64
+	rows := s.usage("acme", name, queued.ETag)
+	for _, r := range rows {
+		if r.Unfinished {
+			t.Errorf("an unfinished row %+v after a first delivery that finished", r)
+		}
+		prompt += r.PromptTokens
+	}
+	if len(rows) != 2 || prompt != done.Usage.PromptTokens || prompt == 0 {
+		t.Errorf("ledger rows %+v for status usage %+v: want each deployment metered once", rows, done.Usage)
+	}
+	if rows := s.usage("acme", name, etag); len(rows) != 0 {
+		t.Errorf("rows %+v under the dead-lettered version", rows)
+	}
+	if lines := s.result(name); len(lines) != done.Chunks+1 {
+		t.Errorf("result has %d lines for %d chunks", len(lines), done.Chunks)
+	}
+	// A second reprocess is refused: the document is done, not dead-lettered.
+	if out, err := s.offpath("documents", "reprocess", name); err == nil || !strings.Contains(out, "not_dead_lettered") {
+		t.Errorf("a second reprocess: %v\n%s", err, out)
+	}
+	if out, err := s.offpath("documents", "status", name, "-admin"); err != nil || !strings.Contains(out, "done") || !strings.Contains(out, "model calls") {
 		t.Errorf("offpath documents status: %v\n%s", err, out)
+	}
+	if st, err := s.docs.Get(ctx, "acme", name); err != nil || st.ETag != done.ETag || st.State != document.Done {
+		t.Errorf("status at the end = %+v, %v; want done once, for the reprocessed version", st, err)
 	}
 
 	// 30% of calls fail: retries in process and redeliveries get every

@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/aoaisim"
+	"github.com/offpath/offpath/internal/auth"
 	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/devhost"
 	"github.com/offpath/offpath/internal/docblob"
@@ -75,10 +77,12 @@ func (b *build) get(t *testing.T, pkg string) string {
 func handlerBinary(t *testing.T) string { return handlerBuild.get(t, "./handler") }
 func cliBinary(t *testing.T) string     { return cliBuild.get(t, "./cmd/offpath") }
 
-// offpath runs the operator CLI against the stack's storage.
+// offpath runs an operator CLI command against the stack's API, as the
+// operator (the admin key). Flags after the command's arguments are its own.
 func (s *stack) offpath(args ...string) (string, error) {
 	s.t.Helper()
-	cmd := exec.Command(cliBinary(s.t), append([]string{"-storage", s.az.ConnectionString(), "-models", "../../models.json"}, args...)...)
+	cmd := exec.Command(cliBinary(s.t), append(args, "-url", s.host.URL(), "-function-key", "fkey", "-key", s.adminKey)...)
+	cmd.Env = append(os.Environ(), "OFFPATH_API_KEY=", "OFFPATH_ADMIN_KEY=", "OFFPATH_URL=")
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -104,6 +108,8 @@ type stack struct {
 	host    *devhost.Host
 	appDir  string
 	out     *syncFile
+	// adminKey is the API's admin key.
+	adminKey string
 }
 
 // syncFile collects the handler's output for a failing test.
@@ -163,7 +169,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(s.appDir, "models.json"), models)
-	for _, fn := range []string{"ingest-enqueue", "ingest-process", "ingest-process-heavy"} {
+	for _, fn := range []string{"ingest-enqueue", "ingest-process", "ingest-process-heavy", "api"} {
 		b, err := os.ReadFile(filepath.Join("../../functions", fn, "function.json"))
 		if err != nil {
 			t.Fatal(err)
@@ -173,7 +179,18 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	if err := os.Link(bin, filepath.Join(s.appDir, "handler")); err != nil {
 		t.Fatal(err)
 	}
+	maxDelivery := o.maxDelivery
+	if maxDelivery == 0 {
+		maxDelivery = 10
+	}
+	adminKey, adminDigest, err := auth.NewAdminKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.adminKey = adminKey
 	values := map[string]string{
+		// The handler knows the queue's MaxDeliveryCount, as the infra tells it.
+		"OFFPATH_INGEST_MAX_DELIVERY_COUNT": strconv.Itoa(maxDelivery), "OFFPATH_ADMIN_KEY_SHA256": adminDigest,
 		"FUNCTIONS_WORKER_RUNTIME": "custom", "AzureWebJobsStorage": s.az.ConnectionString(),
 		"OFFPATH_AOAI_ENDPOINT": simURL, "OFFPATH_AOAI_API_KEY": aoaisim.DefaultKey,
 		"OFFPATH_AOAI_BASE_BACKOFF": "20ms", "OFFPATH_AOAI_MAX_BACKOFF": "200ms",
@@ -192,10 +209,6 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	queues, err := azqueue.NewServiceClientFromConnectionString(s.az.ConnectionString(), nil)
 	if err != nil {
 		t.Fatal(err)
-	}
-	maxDelivery := o.maxDelivery
-	if maxDelivery == 0 {
-		maxDelivery = 10
 	}
 	lock := o.lockDuration
 	if lock == 0 {
