@@ -94,7 +94,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench Upload150MBHandler -benchtime 1x ./internal/openaiapi/
 	$(GO) test -run '^$$' -bench 'Submit$$' -benchtime 2x -timeout 40m ./internal/batch/
 	$(GO) test -run '^$$' -bench 'Harvest$$' -benchtime 2x -timeout 40m ./internal/batch/
-	$(GO) test -run '^$$' -bench PollTick1000 -benchtime 3x -timeout 20m ./internal/batch/
+	$(GO) test -run '^$$' -bench PollTick -benchtime 2x -timeout 40m ./internal/batch/
 	$(GO) test -run '^$$' -bench 'Process$$' -benchtime 200x -benchmem ./internal/ingest/
 	$(GO) test -run '^$$' -bench Process50MB -benchtime 1x -timeout 10m ./internal/ingest/
 	$(GO) test -run '^$$' -bench QuotaAdherence -benchtime 1x ./internal/ingest/

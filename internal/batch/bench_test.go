@@ -150,46 +150,6 @@ func waitBatch(tb testing.TB, e *env, id string) batchapi.Batch {
 	}
 }
 
-// BenchmarkPollTick1000 runs one poll tick over 1,000 active jobs, each
-// with a submitted Azure batch (the simulator's clock is frozen, so every
-// batch stays validating and every tick polls all of them: 1,000 reads of
-// Table Storage and 1,000 GETs at Azure; nothing changes, so nothing is
-// written), at several bounds on concurrency. It reports the tick's
-// duration and jobs/s; the first tick, which writes every job, is logged.
-func BenchmarkPollTick1000(b *testing.B) {
-	const n = 1000
-	frozen := simConfig(0)
-	e := newEnv(b, envConfig{sim: frozen})
-	ctx := e.ctx()
-	seedActive(b, e, n)
-	// The first tick writes every job (its first poll); later ticks write
-	// only jobs whose batch changed, here none.
-	start := time.Now()
-	if rep, err := e.svc.Poll(ctx); err != nil || rep.Polled != n {
-		b.Fatalf("first tick: %+v, %v", rep, err)
-	}
-	b.Logf("first tick over %d jobs (every job written), concurrency %d: %v", n, batch.DefaultConcurrency, time.Since(start))
-	for _, conc := range []int{1, 4, 16, 64} {
-		b.Run("concurrency="+strconv.Itoa(conc), func(b *testing.B) {
-			o := e.opts
-			o.Concurrency = conc
-			svc, err := batch.New(o)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for b.Loop() {
-				rep, err := svc.Poll(ctx)
-				if err != nil || rep.Polled != n || rep.Failed != 0 {
-					b.Fatalf("tick: %+v, %v", rep, err)
-				}
-			}
-			per := b.Elapsed().Seconds() / float64(b.N)
-			b.ReportMetric(per*1000, "ms/tick")
-			b.ReportMetric(n/per, "jobs/s")
-		})
-	}
-}
-
 // seedActive records n jobs whose one part is submitted to the simulator.
 func seedActive(tb testing.TB, e *env, n int) {
 	tb.Helper()

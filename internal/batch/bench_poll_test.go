@@ -1,0 +1,193 @@
+package batch_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/offpath/offpath/internal/batch"
+	"github.com/offpath/offpath/internal/batchapi"
+)
+
+// BenchmarkPollTick runs the poll tick over 100, 1,000, 5,000 and 10,000
+// active jobs on Azurite, each with a submitted batch at the in-process
+// simulator, whose clock is frozen: every batch stays validating and
+// every tick looks at all of them. The service's clock moves on by one
+// poll interval (the default minute) per tick, so every batch is due and
+// nothing changes: nothing is written (the benchmark fails if anything
+// is). The first tick after seeding, which writes every job, is not
+// timed. The jobs are seeded once and added to between sizes.
+//
+// Beside each tick, in the same iteration, it measures the floor: the
+// very reads of Table Storage and of Azure that the tick made (recorded
+// as it ran: the same queries, point reads, list pages and GETs, with the
+// same concurrency) replayed with no processing. It reports the tick's
+// seconds, its cost per job, the floor's seconds and the ratio of the two.
+// Run it with `make bench` or
+//
+//	go test -run '^$' -bench PollTick -benchtime 2x -timeout 30m ./internal/batch/
+func BenchmarkPollTick(b *testing.B) {
+	e := newEnv(b, envConfig{sim: simConfig(0)})
+	rj := &recJobs{JobStore: e.jobs}
+	ra := &recAzure{Azure: e.azure}
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	o := e.opts
+	o.Jobs, o.Azure = rj, ra
+	o.PollInterval = batch.DefaultPollInterval
+	o.Now = func() time.Time { return time.Unix(0, clock.Load()) }
+	advance := func(d time.Duration) { clock.Add(int64(d)) }
+	logger := zerolog.New(zerolog.NewTestWriter(b)).Level(zerolog.WarnLevel)
+	ctx, cancel := context.WithTimeout(logger.WithContext(context.Background()), 25*time.Minute)
+	defer cancel()
+	svc, err := batch.New(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	seeded := 0
+	for _, n := range []int{100, 1000, 5000, 10000} {
+		b.Run("jobs="+strconv.Itoa(n), func(b *testing.B) {
+			// A first tick long after the last writes every job's poll time.
+			advance(10 * batch.DefaultPollInterval)
+			if seeded < n {
+				seedActive(b, e, n-seeded)
+				seeded = n
+			}
+			if rep, err := svc.Poll(ctx); err != nil || rep.Jobs != n {
+				b.Fatalf("first tick: %+v, %v", rep, err)
+			}
+			var tick, floor time.Duration
+			for b.Loop() {
+				rj.reset()
+				ra.reset()
+				advance(batch.DefaultPollInterval)
+				start := time.Now()
+				rep, err := svc.Poll(ctx)
+				tick += time.Since(start)
+				if err != nil || rep.Jobs != n || rep.Polled != n || rep.Failed != 0 {
+					b.Fatalf("tick: %+v, %v", rep, err)
+				}
+				if rj.updates.Load() != 0 {
+					b.Fatalf("the tick wrote %d jobs, want none", rj.updates.Load())
+				}
+				b.StopTimer()
+				start = time.Now()
+				replay(b, ctx, e, rj, ra, o.Concurrency)
+				floor += time.Since(start)
+				b.StartTimer()
+			}
+			t, f := tick.Seconds()/float64(b.N), floor.Seconds()/float64(b.N)
+			b.ReportMetric(t, "tick-s")
+			b.ReportMetric(t/float64(n)*1e6, "µs/job")
+			b.ReportMetric(f, "floor-s")
+			b.ReportMetric(t/f, "x-floor")
+			b.Logf("%d jobs: tick %.3f s (%.0f µs/job), floor %.3f s (%s), %.2f× the floor",
+				n, t, t/float64(n)*1e6, f, rj.summary()+", "+ra.summary(), t/f)
+		})
+	}
+}
+
+// recJobs records the reads the tick makes of the job store.
+type recJobs struct {
+	batch.JobStore
+	mu      sync.Mutex
+	gets    [][2]string
+	lists   int
+	updates atomic.Int64
+}
+
+func (r *recJobs) Update(ctx context.Context, j batch.Job) (batch.Job, error) {
+	r.updates.Add(1)
+	return r.JobStore.Update(ctx, j)
+}
+
+func (r *recJobs) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.gets, r.lists = nil, 0
+	r.updates.Store(0)
+}
+
+func (r *recJobs) Get(ctx context.Context, tenantID, id string) (batch.Job, error) {
+	r.mu.Lock()
+	r.gets = append(r.gets, [2]string{tenantID, id})
+	r.mu.Unlock()
+	return r.JobStore.Get(ctx, tenantID, id)
+}
+
+func (r *recJobs) ListActive(ctx context.Context) ([]batch.ActiveRef, error) {
+	r.mu.Lock()
+	r.lists++
+	r.mu.Unlock()
+	return r.JobStore.ListActive(ctx)
+}
+
+func (r *recJobs) summary() string {
+	return fmt.Sprintf("%d index listings, %d point reads", r.lists, len(r.gets))
+}
+
+// recAzure records the reads the tick makes at Azure.
+type recAzure struct {
+	batch.Azure
+	mu   sync.Mutex
+	gets []string
+}
+
+func (r *recAzure) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.gets = nil
+}
+
+func (r *recAzure) GetBatch(ctx context.Context, id string) (batchapi.Batch, error) {
+	r.mu.Lock()
+	r.gets = append(r.gets, id)
+	r.mu.Unlock()
+	return r.Azure.GetBatch(ctx, id)
+}
+
+func (r *recAzure) summary() string { return fmt.Sprintf("%d batch GETs", len(r.gets)) }
+
+// replay makes the recorded reads again, conc at a time, with no
+// processing: the floor of the tick that made them.
+func replay(tb testing.TB, ctx context.Context, e *env, rj *recJobs, ra *recAzure, conc int) {
+	tb.Helper()
+	for range rj.lists {
+		if _, err := e.jobs.ListActive(ctx); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	var calls []func() error
+	for _, g := range rj.gets {
+		calls = append(calls, func() error { _, err := e.jobs.Get(ctx, g[0], g[1]); return err })
+	}
+	for _, id := range ra.gets {
+		calls = append(calls, func() error { _, err := e.azure.GetBatch(ctx, id); return err })
+	}
+	sem := make(chan struct{}, max(conc, batch.DefaultConcurrency))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for _, c := range calls {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := c(); err != nil {
+				mu.Lock()
+				first = cmpErr(first, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		tb.Fatal(first)
+	}
+}
