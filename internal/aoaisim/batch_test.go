@@ -188,6 +188,14 @@ func TestBatch_List(t *testing.T) {
 	if err != nil || len(page.Data) != 2 || page.Data[0].ID != ids[2] || page.Data[1].ID != ids[3] || !page.HasMore {
 		t.Errorf("page after %s = %+v, %v", ids[1], page, err)
 	}
+	page, err = s.v1.Batches.List(ctx, openai.BatchListParams{After: openai.String(ids[3]), Limit: openai.Int(2)})
+	if err != nil || len(page.Data) != 1 || page.Data[0].ID != ids[4] || page.HasMore {
+		t.Errorf("last page, after %s = %+v, %v; want %s alone and no more", ids[3], page, err, ids[4])
+	}
+	page, err = s.v1.Batches.List(ctx, openai.BatchListParams{After: openai.String(ids[4]), Limit: openai.Int(2)})
+	if err != nil || len(page.Data) != 0 || page.HasMore {
+		t.Errorf("page after the oldest = %+v, %v; want empty", page, err)
+	}
 }
 
 func TestBatch_CreateErrors(t *testing.T) {

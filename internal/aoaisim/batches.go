@@ -166,8 +166,7 @@ func (s *Server) handleBatchList() http.HandlerFunc {
 			writeError(w, apiErr)
 			return
 		}
-		all := s.batches.list(s.clock.Now(), s.cfg.Quirks)
-		writeJSON(w, http.StatusOK, paginate(all, func(o batchObject) string { return o.ID }, after, limit))
+		writeJSON(w, http.StatusOK, s.batches.page(after, limit, s.clock.Now(), s.cfg.Quirks))
 	}
 }
 

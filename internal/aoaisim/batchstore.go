@@ -46,6 +46,7 @@ type batch struct {
 	OutputExpiry     time.Duration
 	EstimatedTokens  int64
 	ticket           int64         // admission order (admissionGate)
+	pos              int           // index in batchStore.order
 	wake             chan struct{} // cancel wakes the worker; buffered
 	CreatedAt        time.Time
 	ExpiresAt        time.Time // created_at + completion window
@@ -83,6 +84,7 @@ func newBatchStore() *batchStore {
 func (bs *batchStore) add(b *batch) {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
+	b.pos = len(bs.order)
 	bs.byID[b.ID] = b
 	bs.order = append(bs.order, b)
 }
@@ -105,15 +107,32 @@ func (bs *batchStore) snapshot(id string, now time.Time, q Quirks) (batchObject,
 	return b.object(now, q), b, true
 }
 
-// list renders every batch, newest first.
-func (bs *batchStore) list(now time.Time, q Quirks) []batchObject {
+// page renders the limit batches that follow the batch after ("" for the
+// newest) in the list's order, newest first; an unknown cursor gives an
+// empty page. Only the page's batches are rendered, so listing every
+// batch page by page costs as much as the batches listed.
+func (bs *batchStore) page(after string, limit int, now time.Time, q Quirks) listPage[batchObject] {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
-	out := make([]batchObject, 0, len(bs.order))
-	for i := len(bs.order) - 1; i >= 0; i-- {
-		out = append(out, bs.order[i].object(now, q))
+	next := len(bs.order) - 1 // index in order of the page's first batch
+	if after != "" {
+		b, ok := bs.byID[after]
+		if !ok {
+			next = -1
+		} else {
+			next = b.pos - 1
+		}
 	}
-	return out
+	page := listPage[batchObject]{Object: "list", Data: []batchObject{}}
+	for i := next; i >= 0 && len(page.Data) < limit; i-- {
+		page.Data = append(page.Data, bs.order[i].object(now, q))
+	}
+	page.HasMore = next-len(page.Data) >= 0
+	if len(page.Data) > 0 {
+		first, last := page.Data[0].ID, page.Data[len(page.Data)-1].ID
+		page.FirstID, page.LastID = &first, &last
+	}
+	return page
 }
 
 type requestCounts struct {
