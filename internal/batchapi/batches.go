@@ -187,9 +187,9 @@ func (c *Client) FindBatch(ctx context.Context, jobID string, part, attempt int)
 	return c.findBatch(ctx, jobID, part, attempt, time.Time{})
 }
 
-// lookupSkew is how much earlier than a submission's Since a batch may be
-// stamped by Azure's clock and still be looked at.
-const lookupSkew = time.Minute
+// ClockSkew is how much earlier than our clock says a batch may be
+// stamped by Azure's and still be looked for.
+const ClockSkew = time.Minute
 
 func (c *Client) findBatch(ctx context.Context, jobID string, part, attempt int, since time.Time) (Batch, bool, error) {
 	seen := 0
@@ -200,7 +200,7 @@ func (c *Client) findBatch(ctx context.Context, jobID string, part, attempt int,
 		if j, p, a, ok := b.Submission(); ok && j == jobID && p == part && a == attempt {
 			return b, true, nil
 		}
-		if !since.IsZero() && !b.CreatedAt.IsZero() && b.CreatedAt.Before(since.Add(-lookupSkew)) {
+		if !since.IsZero() && !b.CreatedAt.IsZero() && b.CreatedAt.Before(since.Add(-ClockSkew)) {
 			break
 		}
 		if seen++; seen >= c.cfg.LookupLimit {
@@ -243,6 +243,24 @@ func (c *Client) CancelBatch(ctx context.Context, id string) (Batch, error) {
 // FindBatch use it; stop early by breaking out of the loop.
 func (c *Client) ListBatches(ctx context.Context) iter.Seq2[Batch, error] {
 	return func(yield func(Batch, error) bool) {
+		for page, err := range c.listPages(ctx) {
+			if err != nil {
+				yield(Batch{}, err)
+				return
+			}
+			for _, b := range page {
+				if !yield(b, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// listPages yields the resource's batches a page (ListPageSize) at a
+// time, newest first, each page retried as an idempotent call.
+func (c *Client) listPages(ctx context.Context) iter.Seq2[[]Batch, error] {
+	return func(yield func([]Batch, error) bool) {
 		after := ""
 		for {
 			params := openai.BatchListParams{Limit: openai.Int(int64(c.cfg.ListPageSize))}
@@ -259,18 +277,55 @@ func (c *Client) ListBatches(ctx context.Context) iter.Seq2[Batch, error] {
 				return err
 			})
 			if err != nil {
-				yield(Batch{}, err)
+				yield(nil, err)
 				return
 			}
+			out := make([]Batch, len(page))
 			for i := range page {
-				if !yield(fromSDKBatch(&page[i]), nil) {
-					return
-				}
+				out[i] = fromSDKBatch(&page[i])
 			}
-			if !more || len(page) == 0 {
+			if !yield(out, nil) || !more || len(page) == 0 {
 				return
 			}
 			after = page[len(page)-1].ID
 		}
 	}
+}
+
+// ListBatchStates reads the state of many batches from the resource's
+// batch list, a page at a time, newest first, instead of one GET each. It
+// stops when every batch of ids has been seen; when a page reaches
+// batches created before since (the oldest of ids was created after it,
+// less the clocks' skew); or when it has read as many pages as there are
+// ids, so that it never costs more than twice the GETs it replaces (the
+// list may be full of other batches). It returns the batches of ids it
+// saw; the caller GETs the others. With an error it returns what it saw
+// before.
+func (c *Client) ListBatchStates(ctx context.Context, ids []string, since time.Time) (map[string]Batch, error) {
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	seen := make(map[string]Batch, len(want))
+	if len(want) == 0 {
+		return seen, nil
+	}
+	pages := 0
+	for page, err := range c.listPages(ctx) {
+		if err != nil {
+			return seen, fmt.Errorf("list batch states: %w", err)
+		}
+		pages++
+		older := false
+		for _, b := range page {
+			if want[b.ID] {
+				seen[b.ID] = b
+			}
+			older = older || !since.IsZero() && !b.CreatedAt.IsZero() && b.CreatedAt.Before(since.Add(-ClockSkew))
+		}
+		if len(seen) == len(want) || older || pages >= len(want) {
+			break
+		}
+	}
+	return seen, nil
 }

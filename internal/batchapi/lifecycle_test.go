@@ -283,3 +283,53 @@ func TestQuirks(t *testing.T) {
 		t.Errorf("batch = %+v, want completed with an output file", b)
 	}
 }
+
+// TestListBatchStates reads batch states from the list a page at a time
+// and stops when it has seen them all, when it has read a page per batch
+// asked for, or when the list reaches batches older than the oldest asked
+// for.
+func TestListBatchStates(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	env := newSim(t, simConfig(), nil)
+	c := env.client(t, batchapi.Config{APIKey: aoaisim.DefaultKey, Surface: batchapi.V1, ListPageSize: 3})
+	file := upload(t, ctx, c, writeInput(t, t.TempDir(), "states", batchDep, items(2, "t")))
+	var ids []string // oldest first
+	for attempt := range 7 {
+		created, err := c.CreateBatch(ctx, batchapi.Submission{InputFileID: file.ID, JobID: "states", Attempt: attempt})
+		if err != nil {
+			t.Fatalf("CreateBatch: %v", err)
+		}
+		ids = append(ids, created.Batch.ID)
+	}
+	pages := func() int64 { return env.sim.Stats().Routes[aoaisim.RouteBatchesList] }
+	tests := []struct {
+		name      string
+		ids       []string
+		since     time.Time
+		wantSeen  int
+		wantPages int64
+	}{
+		{"all seven, over three pages", ids, time.Time{}, 7, 3},
+		{"the newest two, on the first page", ids[5:], time.Time{}, 2, 1},
+		{"the oldest alone: no more pages than batches asked for", ids[:1], time.Time{}, 0, 1},
+		{"the oldest four, past pages of others", ids[:4], time.Time{}, 4, 3},
+		{"all seven, but the list stops at a page older than since", ids, time.Now().Add(time.Hour), 3, 1},
+		{"none", nil, time.Time{}, 0, 0},
+	}
+	for _, tt := range tests {
+		before := pages()
+		seen, err := c.ListBatchStates(ctx, tt.ids, tt.since)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if len(seen) != tt.wantSeen || pages()-before != tt.wantPages {
+			t.Errorf("%s: %d seen in %d pages, want %d in %d", tt.name, len(seen), pages()-before, tt.wantSeen, tt.wantPages)
+		}
+		for id, b := range seen {
+			if !slices.Contains(tt.ids, id) || b.ID != id || b.Status == "" {
+				t.Errorf("%s: saw %s %+v, which was not asked for or is empty", tt.name, id, b)
+			}
+		}
+	}
+}
