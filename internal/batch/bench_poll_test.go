@@ -78,7 +78,7 @@ func BenchmarkPollTick(b *testing.B) {
 				}
 				b.StopTimer()
 				start = time.Now()
-				replay(b, ctx, e, rj, ra, o.Concurrency)
+				replay(b, ctx, e, rj, ra, batch.DefaultConcurrency)
 				floor += time.Since(start)
 				b.StartTimer()
 			}
@@ -98,8 +98,16 @@ type recJobs struct {
 	batch.JobStore
 	mu      sync.Mutex
 	gets    [][2]string
+	ranges  [][3]string
 	lists   int
 	updates atomic.Int64
+}
+
+func (r *recJobs) Unfinished(ctx context.Context, tenantID, newest, oldest string) ([]batch.Job, error) {
+	r.mu.Lock()
+	r.ranges = append(r.ranges, [3]string{tenantID, newest, oldest})
+	r.mu.Unlock()
+	return r.JobStore.Unfinished(ctx, tenantID, newest, oldest)
 }
 
 func (r *recJobs) Update(ctx context.Context, j batch.Job) (batch.Job, error) {
@@ -110,7 +118,7 @@ func (r *recJobs) Update(ctx context.Context, j batch.Job) (batch.Job, error) {
 func (r *recJobs) reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.gets, r.lists = nil, 0
+	r.gets, r.ranges, r.lists = nil, nil, 0
 	r.updates.Store(0)
 }
 
@@ -129,20 +137,36 @@ func (r *recJobs) ListActive(ctx context.Context) ([]batch.ActiveRef, error) {
 }
 
 func (r *recJobs) summary() string {
-	return fmt.Sprintf("%d index listings, %d point reads", r.lists, len(r.gets))
+	return fmt.Sprintf("%d index listings, %d range queries, %d point reads", r.lists, len(r.ranges), len(r.gets))
 }
 
 // recAzure records the reads the tick makes at Azure.
 type recAzure struct {
 	batch.Azure
-	mu   sync.Mutex
-	gets []string
+	mu     sync.Mutex
+	gets   []string
+	lists  []listCall
+	listed int
+}
+
+type listCall struct {
+	ids   []string
+	since time.Time
 }
 
 func (r *recAzure) reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.gets = nil
+	r.gets, r.lists, r.listed = nil, nil, 0
+}
+
+func (r *recAzure) ListBatchStates(ctx context.Context, ids []string, since time.Time) (map[string]batchapi.Batch, error) {
+	seen, err := r.Azure.ListBatchStates(ctx, ids, since)
+	r.mu.Lock()
+	r.lists = append(r.lists, listCall{ids, since})
+	r.listed += len(seen)
+	r.mu.Unlock()
+	return seen, err
 }
 
 func (r *recAzure) GetBatch(ctx context.Context, id string) (batchapi.Batch, error) {
@@ -152,7 +176,9 @@ func (r *recAzure) GetBatch(ctx context.Context, id string) (batchapi.Batch, err
 	return r.Azure.GetBatch(ctx, id)
 }
 
-func (r *recAzure) summary() string { return fmt.Sprintf("%d batch GETs", len(r.gets)) }
+func (r *recAzure) summary() string {
+	return fmt.Sprintf("%d batch list reads showing %d batches, %d batch GETs", len(r.lists), r.listed, len(r.gets))
+}
 
 // replay makes the recorded reads again, conc at a time, with no
 // processing: the floor of the tick that made them.
@@ -163,6 +189,12 @@ func replay(tb testing.TB, ctx context.Context, e *env, rj *recJobs, ra *recAzur
 			tb.Fatal(err)
 		}
 	}
+	run(tb, conc, rj.ranges, func(r [3]string) error { _, err := e.jobs.Unfinished(ctx, r[0], r[1], r[2]); return err })
+	for _, l := range ra.lists {
+		if _, err := e.azure.ListBatchStates(ctx, l.ids, l.since); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	var calls []func() error
 	for _, g := range rj.gets {
 		calls = append(calls, func() error { _, err := e.jobs.Get(ctx, g[0], g[1]); return err })
@@ -170,16 +202,22 @@ func replay(tb testing.TB, ctx context.Context, e *env, rj *recJobs, ra *recAzur
 	for _, id := range ra.gets {
 		calls = append(calls, func() error { _, err := e.azure.GetBatch(ctx, id); return err })
 	}
-	sem := make(chan struct{}, max(conc, batch.DefaultConcurrency))
+	run(tb, conc, calls, func(c func() error) error { return c() })
+}
+
+// run calls f on every x, conc at a time.
+func run[T any](tb testing.TB, conc int, xs []T, f func(T) error) {
+	tb.Helper()
+	sem := make(chan struct{}, max(conc, 1))
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var first error
-	for _, c := range calls {
+	for _, x := range xs {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if err := c(); err != nil {
+			if err := f(x); err != nil {
 				mu.Lock()
 				first = cmpErr(first, err)
 				mu.Unlock()

@@ -210,7 +210,7 @@ func seedActive(tb testing.TB, e *env, n int) {
 			}
 			j := batch.Job{ID: id, Tenant: tn, Alias: "summarize", State: batch.Submitted, Created: now, Updated: now, Items: 1, Source: "inline",
 				Parts: []batch.Part{{Index: 0, Deployment: batchDep, Lines: 1, Bytes: parts[0].Bytes, EstimatedTokens: parts[0].EstimatedTokens,
-					Status: batch.PartSubmitted, InputFileID: file.ID, BatchID: c.Batch.ID, AzureStatus: c.Batch.Status, SubmittedAt: now}}}
+					Status: batch.PartSubmitted, InputFileID: file.ID, BatchID: c.Batch.ID, AzureStatus: c.Batch.Status, SubmittedAt: c.Batch.CreatedAt}}}
 			if err := e.jobs.MarkActive(ctx, tn, id); err != nil {
 				fail(err)
 				return

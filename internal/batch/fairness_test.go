@@ -54,7 +54,8 @@ func TestAdmission_FairAcrossTenants(t *testing.T) {
 // TestAdmission_FlakyAzure: uploads and creates fail or reset half the
 // time; every job still ends harvested with exactly one Azure batch per
 // part (a create whose outcome is unknown is looked up by its metadata
-// before it is sent again), and polls that fail leave jobs as they were.
+// before it is sent again), and polls that fail, read from the batch list
+// or with a GET, leave jobs as they were.
 func TestAdmission_FlakyAzure(t *testing.T) {
 	t.Parallel()
 	cfg := simConfig(3000)
@@ -62,6 +63,7 @@ func TestAdmission_FlakyAzure(t *testing.T) {
 		{Route: aoaisim.RouteBatchesCreate, ErrorRate: 0.3, ResetRate: 0.2},
 		{Route: aoaisim.RouteFilesCreate, ErrorRate: 0.3},
 		{Route: aoaisim.RouteBatchesGet, ErrorRate: 0.3},
+		{Route: aoaisim.RouteBatchesList, ErrorRate: 0.3},
 	}
 	e := newEnv(t, envConfig{sim: cfg})
 	var ids []string

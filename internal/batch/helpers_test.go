@@ -92,9 +92,11 @@ type env struct {
 }
 
 type envConfig struct {
-	sim    aoaisim.Config
-	tweak  func(o *batch.Options)
-	budget int64
+	sim aoaisim.Config
+	// listPage is the batch client's list page size (0: Azure's largest).
+	listPage int
+	tweak    func(o *batch.Options)
+	budget   int64
 }
 
 func simConfig(speed float64, deps ...aoaisim.Deployment) aoaisim.Config {
@@ -115,7 +117,7 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() { _ = sim.Close() })
 	client, err := batchapi.New(batchapi.Config{Endpoint: ts.URL, APIKey: aoaisim.DefaultKey, AllowLoopbackHTTP: true,
-		MaxRetryWait: time.Second, MaxAttempts: 2}, nil, zerolog.Nop())
+		MaxRetryWait: time.Second, MaxAttempts: 2, ListPageSize: cfg.listPage}, nil, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

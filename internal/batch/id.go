@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -49,4 +50,14 @@ func ValidJobID(s string) bool {
 		}
 	}
 	return true
+}
+
+// jobIDTime is the creation time, to the millisecond, that a valid job id
+// encodes.
+func jobIDTime(id string) time.Time {
+	var inv uint64
+	for i := 0; i < 9; i++ {
+		inv = inv<<5 | uint64(strings.IndexByte(idAlphabet, id[i]))
+	}
+	return time.UnixMilli(int64(1<<45 - 1 - inv))
 }

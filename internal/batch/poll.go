@@ -35,14 +35,14 @@ type polled struct {
 	err   error
 }
 
-// pollParts asks Azure about every submitted part that is due, and
-// applies the answers in one conditional write.
+// pollParts asks Azure about every submitted part that is due (unless
+// the tick's read of the batch list showed it), and applies the answers in
+// one conditional write.
 func (s *Service) pollParts(ctx context.Context, t *tick, j Job) (Job, error) {
 	now := s.now()
 	var due []int
 	for i := range j.Parts {
-		p := &j.Parts[i]
-		if p.Status == PartSubmitted && p.BatchID != "" && now.Sub(p.PolledAt) >= s.o.PollInterval {
+		if s.pollDue(&j.Parts[i], now) {
 			due = append(due, i)
 		}
 	}
@@ -52,6 +52,10 @@ func (s *Service) pollParts(ctx context.Context, t *tick, j Job) (Job, error) {
 	answers := make([]polled, len(due))
 	var wg sync.WaitGroup
 	for k, i := range due {
+		if b, ok := t.listed[j.Parts[i].BatchID]; ok {
+			answers[k] = polled{part: i, batch: b}
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -64,6 +64,9 @@ type JobStore interface {
 	MarkActive(ctx context.Context, tenantID, id string) error
 	Unmark(ctx context.Context, id string) error
 	ListActive(ctx context.Context) ([]ActiveRef, error)
+	// Unfinished returns, with their ETags, the tenant's jobs from newest
+	// to oldest (job ids, both included) that are not harvested.
+	Unfinished(ctx context.Context, tenantID, newest, oldest string) ([]Job, error)
 }
 
 // Blobs is platform storage (package blobstore's Store).
@@ -83,6 +86,7 @@ type Azure interface {
 	FindFile(ctx context.Context, filename string) (batchapi.File, bool, error)
 	CreateBatch(ctx context.Context, s batchapi.Submission) (batchapi.Created, error)
 	GetBatch(ctx context.Context, id string) (batchapi.Batch, error)
+	ListBatchStates(ctx context.Context, ids []string, since time.Time) (map[string]batchapi.Batch, error)
 	CancelBatch(ctx context.Context, id string) (batchapi.Batch, error)
 	OpenFileContent(ctx context.Context, id string) (io.ReadCloser, error)
 	DeleteFile(ctx context.Context, id string) error

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/offpath/offpath/internal/batchapi"
 )
 
 // TickReport says what one poll tick did.
@@ -29,6 +31,9 @@ type tick struct {
 	mu    sync.Mutex
 	rep   TickReport
 	auth  sync.Once // azure_auth is raised once per tick, not per job
+	// listed are the due batches' states read from Azure's batch list at
+	// the start of the tick; read-only after.
+	listed map[string]batchapi.Batch
 }
 
 func (t *tick) count(f func(r *TickReport)) {
@@ -38,9 +43,11 @@ func (t *tick) count(f func(r *TickReport)) {
 }
 
 // Poll runs one tick of the batch-poll timer: every active job is read
-// and moved on (Azure polled no more often than PollInterval, cancellations
+// (a range query per run of a tenant's jobs, not a point read each) and
+// moved on (Azure polled no more often than PollInterval, cancellations
 // sent, finished parts harvested, alerts raised), at most Concurrency jobs
-// at once; then held parts are admitted, fairly across tenants, as far as
+// at once, the due batches' states read from Azure's batch list a page
+// at a time rather than with a GET each; then held parts are admitted, fairly across tenants, as far as
 // each deployment's enqueued-token quota allows. One job's failure is
 // logged and counted and never stops the others; Poll itself fails only
 // when the list of active jobs cannot be read.
@@ -57,6 +64,8 @@ func (s *Service) Poll(ctx context.Context) (TickReport, error) {
 		return TickReport{}, fmt.Errorf("poll: list active jobs: %w", err)
 	}
 	t.rep.Jobs = len(refs)
+	read := s.readActive(ctx, refs)
+	t.listed = s.listDue(ctx, read)
 
 	jobs := make([]*Job, len(refs))
 	sem := make(chan struct{}, s.o.Concurrency)
@@ -76,7 +85,11 @@ func (s *Service) Poll(ctx context.Context) (TickReport, error) {
 				}
 			}()
 			jctx := log.With().Str("job", ref.ID).Str("tenant", ref.Tenant).Logger().WithContext(ctx)
-			j, err := s.pollJob(jctx, t, ref)
+			var pre *Job
+			if j, ok := read[ref.ID]; ok && j.Tenant == ref.Tenant {
+				pre = &j
+			}
+			j, err := s.pollJob(jctx, t, ref, pre)
 			if err != nil {
 				if !errors.Is(err, errLeaseLost) && !errors.Is(err, context.Canceled) {
 					zerolog.Ctx(jctx).Error().Err(err).Msg("poll of job failed")
@@ -101,10 +114,18 @@ func (s *Service) Poll(ctx context.Context) (TickReport, error) {
 	return t.rep, nil
 }
 
-// pollJob moves one job on. It returns the job as it now stands (nil if
-// there is none), for admission.
-func (s *Service) pollJob(ctx context.Context, t *tick, ref ActiveRef) (*Job, error) {
-	j, err := s.o.Jobs.Get(ctx, ref.Tenant, ref.ID)
+// pollJob moves one job on, from pre, the job as the tick read it, or
+// (nil) from a point read. It returns the job as it now stands (nil if
+// there is none), for admission. Every write is conditional on the ETag
+// of what was read, so a job changed since is read again first.
+func (s *Service) pollJob(ctx context.Context, t *tick, ref ActiveRef, pre *Job) (*Job, error) {
+	var j Job
+	var err error
+	if pre != nil {
+		j = *pre
+	} else {
+		j, err = s.o.Jobs.Get(ctx, ref.Tenant, ref.ID)
+	}
 	if errors.Is(err, ErrNotFound) {
 		// An index entry whose job was never recorded (a refused or crashed
 		// submission): dropped once no submission can still be running.

@@ -192,6 +192,41 @@ func (s *Jobs) List(ctx context.Context, tenantID string, state batch.State, aft
 	return out, nil
 }
 
+// Unfinished returns a tenant's jobs from newest to oldest (job ids, both
+// included; ids sort newest first) that are not harvested, with their
+// ETags: one range query over the tenant's partition, a page of up to
+// 1,000 jobs at a time, the poll tick's read of many active jobs at once.
+func (s *Jobs) Unfinished(ctx context.Context, tenantID, newest, oldest string) ([]batch.Job, error) {
+	if !batch.ValidJobID(newest) || !batch.ValidJobID(oldest) {
+		return nil, fmt.Errorf("unfinished jobs of %s: invalid range %q..%q", tenantID, newest, oldest)
+	}
+	filter := "PartitionKey eq " + quote(tenantID) + " and RowKey ge " + quote(jobPrefix+newest) +
+		" and RowKey le " + quote(jobPrefix+oldest) + " and State ne " + quote(string(batch.Harvested))
+	top := int32(1000)
+	pager := s.t.client.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter, Top: &top})
+	var out []batch.Job
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			if isNotFound(err) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("unfinished jobs of %s: %w", tenantID, err)
+		}
+		for _, b := range page.Entities {
+			j, err := decodeJob(b)
+			if err != nil {
+				return nil, fmt.Errorf("unfinished jobs of %s: %w", tenantID, err)
+			}
+			if j.Tenant != tenantID {
+				continue
+			}
+			out = append(out, j)
+		}
+	}
+	return out, nil
+}
+
 // CountByState counts every tenant's jobs by state. It reads the State
 // column only (a projection over the job rows, not their documents), so a
 // scrape costs one pass over the table's small properties. A table not
@@ -317,6 +352,13 @@ func decodeJob(b []byte) (batch.Job, error) {
 	var j batch.Job
 	if err := json.Unmarshal(doc, &j); err != nil {
 		return batch.Job{}, fmt.Errorf("decode job document: %w", err)
+	}
+	// A listed row carries its ETag (a point read's is in the response
+	// headers, and overrides this).
+	if raw, ok := props["odata.etag"]; ok {
+		if err := json.Unmarshal(raw, &j.ETag); err != nil {
+			return batch.Job{}, fmt.Errorf("decode job ETag: %w", err)
+		}
 	}
 	return j, nil
 }

@@ -119,6 +119,60 @@ func TestJobs_ListAndIndex(t *testing.T) {
 	}
 }
 
+// TestJobs_Unfinished reads a tenant's jobs in an id range, both ends
+// included, without the harvested ones and without another tenant's, each
+// with an ETag that a conditional update accepts.
+func TestJobs_Unfinished(t *testing.T) {
+	t.Parallel()
+	s := tablestore.NewJobs(service(t), tableName(t, "job"), nil)
+	ctx := context.Background()
+	base := time.Now().UTC()
+	var ids []string // oldest first
+	for i := range 6 {
+		j := newJob(t, "contoso", base.Add(time.Duration(i)*time.Second), "")
+		if i == 2 {
+			j.State = batch.Harvested
+		}
+		if _, err := s.Create(ctx, j, ""); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, j.ID)
+	}
+	other := newJob(t, "fabrikam", base.Add(3*time.Second), "")
+	if _, err := s.Create(ctx, other, ""); err != nil {
+		t.Fatal(err)
+	}
+	// ids sort newest first: the range from ids[4] down to ids[1].
+	got, err := s.Unfinished(ctx, "contoso", ids[4], ids[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotIDs []string
+	for _, j := range got {
+		gotIDs = append(gotIDs, j.ID)
+	}
+	if want := []string{ids[4], ids[3], ids[1]}; fmt.Sprint(gotIDs) != fmt.Sprint(want) {
+		t.Fatalf("Unfinished = %v, want %v (newest first, the harvested one left out)", gotIDs, want)
+	}
+	if got[0].ETag == "" {
+		t.Fatal("a listed job has no ETag")
+	}
+	j := got[0]
+	j.Items = 7
+	if _, err := s.Update(ctx, j); err != nil {
+		t.Errorf("Update with the listed ETag: %v", err)
+	}
+	if _, err := s.Update(ctx, j); !errors.Is(err, batch.ErrConflict) {
+		t.Errorf("Update with the listed ETag, twice: %v, want ErrConflict", err)
+	}
+	if one, err := s.Unfinished(ctx, "contoso", ids[5], ids[5]); err != nil || len(one) != 1 || one[0].ID != ids[5] {
+		t.Errorf("a range of one: %+v %v", one, err)
+	}
+	if _, err := s.Unfinished(ctx, "contoso", "x' or true", ids[0]); err == nil {
+		t.Error("a range that is no job id: no error")
+	}
+}
+
 // TestJobs_CountByState counts every tenant's jobs by state from the State
 // column alone: idempotency keys and the poller's index are not jobs, an
 // update moves a job between states, and a table not created yet holds
