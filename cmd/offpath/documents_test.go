@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/offpath/offpath/internal/apptest"
 	"github.com/offpath/offpath/internal/document"
-	"github.com/offpath/offpath/internal/poll"
-	"github.com/offpath/offpath/internal/tablestore"
 )
 
 // TestDocuments_ThroughTheAPI drives offpath documents against the whole
@@ -34,26 +31,10 @@ func TestDocuments_ThroughTheAPI(t *testing.T) {
 	}
 	contoso, fabrikam, admin := with("OFFPATH_API_KEY", s.Keys["contoso"]), with("OFFPATH_API_KEY", s.Keys["fabrikam"]), with("OFFPATH_ADMIN_KEY", s.AdminKey)
 
-	// contoso may not use the ingestion alias, so its document is
-	// rejected; the test then marks that version dead-lettered, as the last
-	// delivery of a failing one would.
+	// contoso may not use the ingestion alias: its document is rejected,
+	// then recorded dead-lettered as a failing last delivery would.
 	const name = "contoso/kb/a.md"
-	_, _ = s.Blobs.CreateContainer(ctx, "incoming", nil)
-	up, err := s.Blobs.UploadBuffer(ctx, "incoming", name, []byte("# Returns\n\nWithin 30 days."), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	etag := strings.Trim(string(*up.ETag), `"`)
-	docs := tablestore.NewDocuments(s.Tables, "", nil)
-	var st document.Status
-	poll.Until(t, 30*time.Second, "the document's status", func() bool {
-		st, err = docs.Get(ctx, "contoso", name)
-		return err == nil && st.State.Final() && st.SameVersion(etag)
-	})
-	st.State, st.Reason, st.Deliveries = document.DeadLettered, "chat gpt-4o-mini: HTTP 500", 5
-	if _, err := docs.Put(ctx, name, st); err != nil {
-		t.Fatal(err)
-	}
+	etag := s.DeadLetter(name, []byte("# Returns\n\nWithin 30 days."), "chat gpt-4o-mini: HTTP 500").ETag
 
 	if out := mustRun(t, contoso, "documents", "status", name); !strings.Contains(out, "dead_lettered") || !strings.Contains(out, "HTTP 500") || !strings.Contains(out, etag) {
 		t.Errorf("documents status:\n%s", out)

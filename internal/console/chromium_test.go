@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -81,6 +82,9 @@ type shown struct {
 	Bars             int
 	Alerts           []struct{ Name, Text string }
 	Findings         []string
+	DeadShown        []struct{ Name, Text string }
+	DeadAfter        []string
+	DeadEmptyShown   bool
 }
 
 // TestConsole_InChromium signs in to the console in headless Chromium as a
@@ -90,7 +94,9 @@ type shown struct {
 // download; a second, large job is cancelled from the page and ends
 // cancelled; each tenant's spend chart adds up to what /api/v1/usage
 // says; a raised alert (a batch created behind offpath's back) is in the
-// alerts list and the second-door findings. Screenshots go to
+// alerts list and the second-door findings; a dead-lettered document is
+// listed and its reprocess button puts it back on the queue path (a new
+// version of its blob, no longer dead-lettered). Screenshots go to
 // $CONSOLE_SCREENSHOTS, else the test's temporary directory.
 func TestConsole_InChromium(t *testing.T) {
 	if testing.Short() {
@@ -125,6 +131,10 @@ func TestConsole_InChromium(t *testing.T) {
 	s.Fire("batch-audit")
 	s.WaitAlert(audit.AlertSecondDoor, "", time.Minute)
 
+	// A dead-lettered document, which the operator reprocesses.
+	const deadName = "contoso/kb/returns.md"
+	dead := s.DeadLetter(deadName, []byte("# Returns\n\nWithin 30 days."), "chat gpt-4o-mini: HTTP 500")
+
 	shots := os.Getenv("CONSOLE_SCREENSHOTS")
 	if shots == "" {
 		shots = t.TempDir()
@@ -135,7 +145,7 @@ func TestConsole_InChromium(t *testing.T) {
 	in, err := json.Marshal(map[string]any{
 		"url": s.URL, "functionKey": apptest.FunctionKey, "tenantKey": s.Keys["contoso"], "adminKey": s.AdminKey,
 		"tenants": tenants, "chromium": chromium, "shots": shots, "bigItems": 2_000, "timeoutMs": 45_000,
-		"alert": audit.AlertSecondDoor,
+		"alert": audit.AlertSecondDoor, "deadDocument": deadName,
 		"flags": []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
 			"--disable-component-update", "--disable-sync", "--no-first-run"},
 	})
@@ -222,5 +232,17 @@ func TestConsole_InChromium(t *testing.T) {
 	}
 	if !found || !slices.Contains(got.Findings, b.ID) {
 		t.Errorf("alerts shown %+v, findings %v: want the second_door alert and batch %s", got.Alerts, got.Findings, b.ID)
+	}
+
+	if len(got.DeadShown) != 1 || got.DeadShown[0].Name != deadName || !strings.Contains(got.DeadShown[0].Text, "HTTP 500") {
+		t.Errorf("dead-lettered documents shown %+v, want %s with its last failure", got.DeadShown, deadName)
+	}
+	if len(got.DeadAfter) != 0 || !got.DeadEmptyShown {
+		t.Errorf("after reprocess the list shows %v (empty note shown: %v)", got.DeadAfter, got.DeadEmptyShown)
+	}
+	var st struct{ State, ETag string }
+	if code := s.DoAdmin(http.MethodGet, "/api/v1/admin/documents/status?name="+url.QueryEscape(deadName), nil, &st); code != http.StatusOK ||
+		st.State == "dead_lettered" || st.ETag == "" || st.ETag == dead.ETag {
+		t.Errorf("after the page's reprocess: %d %+v, want a new version of %s (was %s), no longer dead-lettered", code, st, deadName, dead.ETag)
 	}
 }

@@ -210,6 +210,23 @@
       [a.tenant, a.job].filter(Boolean).join(" / "), a.tenant || a.job ? " — " : "", a.message)));
   }
 
+  // Dead-lettered documents, each with a button that reprocesses it: the
+  // admin route writes its blob again, and the queue path takes it anew.
+  async function loadDead() {
+    const { data } = await getJSON("/admin/documents?state=dead_lettered&limit=100");
+    $("dead-empty").hidden = data.length > 0;
+    $("dead").tBodies[0].replaceChildren(...data.map((d) => {
+      const button = el("button", { type: "button", class: "reprocess" }, "Reprocess");
+      button.onclick = async () => {
+        button.disabled = true;
+        try { await call("POST", "/admin/documents/reprocess", { name: d.name }); showError(null); await loadDead(); } catch (e) { button.disabled = false; showError(e); }
+      };
+      return el("tr", { "data-document": d.name },
+        el("td", { class: "id" }, d.name), el("td", {}, d.tenant), el("td", { class: "num" }, d.deliveries || 0),
+        el("td", {}, when(d.updated)), el("td", {}, d.reason || ""), el("td", {}, button));
+    }));
+  }
+
   async function loadHeld() {
     const { jobs } = await getJSON("/held-jobs");
     $("held-empty").hidden = jobs.length > 0;
@@ -250,7 +267,7 @@
   }
 
   async function operatorTick() {
-    await Promise.all([loadAlerts(), loadHeld(), loadFindings()]);
+    await Promise.all([loadAlerts(), loadDead(), loadHeld(), loadFindings()]);
     return true;
   }
 

@@ -92,7 +92,18 @@ try {
   out.alerts = await op.page.$$eval('#alerts li', (ls) => ls.map((l) => ({ name: l.dataset.alert, text: l.textContent })));
   await op.page.waitForSelector(`#findings tr[data-finding]`);
   out.findings = await op.page.$$eval('#findings tr[data-finding]', (rs) => rs.map((r) => r.dataset.finding));
+  // A dead-lettered document is listed; its button reprocesses it, and it
+  // leaves the list.
+  const deadRow = `#dead tr[data-document="${cfg.deadDocument}"]`;
+  await op.page.waitForSelector(deadRow);
+  out.deadShown = await op.page.$$eval('#dead tr[data-document]', (rs) => rs.map((r) => ({ name: r.dataset.document, text: r.textContent })));
   await shot(op.page, 'operator.png');
+  await op.page.click(`${deadRow} button.reprocess`);
+  step('reprocess clicked');
+  await op.page.waitForSelector(deadRow, { state: 'detached' });
+  out.deadAfter = await op.page.$$eval('#dead tr[data-document]', (rs) => rs.map((r) => r.dataset.document));
+  out.deadEmptyShown = await op.page.isVisible('#dead-empty');
+  await shot(op.page, 'operator-reprocessed.png');
 } catch (e) {
   if (current) await shot(current, 'failure.png').catch(() => {});
   throw e;
