@@ -65,10 +65,14 @@ func newBatch(cfg config.Handler, t tenancy, logger zerolog.Logger) (*batchPath,
 	store := blobstore.New(blobs, blobstore.Options{BlockSize: batch.BlockSize})
 	jobs := tablestore.NewJobs(tables, tablestore.DefaultJobsTable, nil)
 	alerts := alert.New(b.AlertWebhook, nil, t.alerts)
+	var decisions batch.Decisions
+	if t.prom != nil {
+		decisions = t.prom
+	}
 	svc, err := batch.New(batch.Options{
 		Jobs: jobs, Blobs: store,
 		Azure: azure, Ledger: t.ledger, Budgets: ledger.NewBudgets(t.ledger), Catalog: cfg.Catalog,
-		Alerts: alerts, Quota: b.Quota,
+		Alerts: alerts, Quota: b.Quota, CoolOff: b.CoolOff, Decisions: decisions,
 		PollInterval: b.PollInterval, LeaseTTL: b.LeaseTTL, Concurrency: b.Concurrency,
 		BackoffBase: b.BackoffBase, HeldAlert: b.HeldAlert, OverdueMargin: b.OverdueMargin, OutputExpiry: batchapi.DefaultOutputExpiry,
 		Announcer: webhook.NewAnnouncer(t.webhooks, nil),

@@ -38,12 +38,18 @@ type jobView struct {
 }
 
 type partView struct {
-	Index           int                    `json:"index"`
-	Status          batch.PartStatus       `json:"status"`
-	AzureStatus     batchapi.Status        `json:"azure_status,omitempty"`
-	AzureBatchID    string                 `json:"azure_batch_id,omitempty"`
-	Items           int                    `json:"items"`
-	EstimatedTokens int64                  `json:"estimated_tokens"`
+	Index           int              `json:"index"`
+	Status          batch.PartStatus `json:"status"`
+	AzureStatus     batchapi.Status  `json:"azure_status,omitempty"`
+	AzureBatchID    string           `json:"azure_batch_id,omitempty"`
+	Items           int              `json:"items"`
+	EstimatedTokens int64            `json:"estimated_tokens"`
+	// Deployment is where the part runs (or is tried next), at Price;
+	// Placement and PlacementDetail say why it went there.
+	Deployment      string                 `json:"deployment"`
+	Price           *catalog.Price         `json:"price,omitempty"`
+	Placement       string                 `json:"placement,omitempty"`
+	PlacementDetail string                 `json:"placement_detail,omitempty"`
 	HeldReason      string                 `json:"held_reason,omitempty"`
 	NextAttemptAt   *time.Time             `json:"next_attempt_at,omitempty"`
 	RequestCounts   batchapi.RequestCounts `json:"request_counts"`
@@ -87,7 +93,12 @@ func (s *Server) viewJob(j *batch.Job) jobView {
 		pv := partView{Index: p.Index, Status: p.Status, AzureStatus: p.AzureStatus, AzureBatchID: p.BatchID, Items: p.Lines,
 			EstimatedTokens: p.EstimatedTokens, HeldReason: p.HeldReason, RequestCounts: p.RequestCounts,
 			Submitted: timePtr(p.SubmittedAt), ExpectedBy: timePtr(p.AzureExpiry), Finished: timePtr(p.FinishedAt),
-			Harvested: timePtr(p.HarvestedAt)}
+			Harvested: timePtr(p.HarvestedAt), Deployment: p.Deployment, Placement: p.Placement, PlacementDetail: p.PlacementDetail}
+		if s.o.Catalog != nil {
+			if price, err := s.o.Catalog.Price(j.Alias, catalog.Batch, p.Deployment); err == nil {
+				pv.Price = &price
+			}
+		}
 		if p.Status == batch.PartPending {
 			pv.HeldReason, pv.NextAttemptAt = p.HeldReason, timePtr(p.NextAttemptAt)
 		} else {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/batchapi"
+	"github.com/offpath/offpath/internal/catalog"
 )
 
 // cleanup deletes offpath's leftovers, so that the resource stays far from
@@ -89,7 +90,8 @@ func (a *Auditor) cleanup(ctx context.Context, r *run) {
 }
 
 // offpathInput returns the job id of an input file offpath uploaded:
-// purpose "batch", named {job}.part{N}.jsonl (package batch's upload) with
+// purpose "batch", named {job}.part{N}.jsonl or, for a part moved to
+// another deployment, {job}.part{N}.{deployment}.jsonl (package batch's upload) with
 // a well-formed job id; "" for any other file.
 func offpathInput(f batchapi.File) string {
 	if f.Purpose != "batch" {
@@ -100,6 +102,14 @@ func offpathInput(f batchapi.File) string {
 		return ""
 	}
 	job, part, ok := strings.Cut(name, ".part")
+	if n, dep, moved := strings.Cut(part, "."); moved {
+		// {job}.part{N}.{deployment}.jsonl: a part moved to another
+		// deployment than its input was written for.
+		if !catalog.ValidDeployment(dep) {
+			return ""
+		}
+		part = n
+	}
 	if !ok || !batch.ValidJobID(job) || part == "" || len(part) > 4 {
 		return ""
 	}

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -31,9 +33,26 @@ func (s *Service) backoff(n int) time.Duration {
 type candidate struct {
 	job  *Job
 	part int
+	// route are the deployments the part may still go to this tick, the
+	// preferred first; it is queued on route[0]. reason and why say why
+	// it is there (Part.Placement, Part.PlacementDetail).
+	route       []string
+	reason, why string
 }
 
 func (c candidate) p() *Part { return &c.job.Parts[c.part] }
+
+// target is the deployment the candidate is queued on.
+func (c candidate) target() string { return c.route[0] }
+
+// notBefore is when the candidate may be tried on its target: its backoff
+// is its own deployment's, and does not hold it back elsewhere.
+func (c candidate) notBefore() time.Time {
+	if c.target() != c.p().Deployment {
+		return time.Time{}
+	}
+	return c.p().NextAttemptAt
+}
 
 // since is how long the candidate has waited: since it was first held, or
 // since the job was created.
@@ -54,7 +73,12 @@ type deployment struct {
 	queues   map[string][]candidate
 }
 
-// admit submits pending parts while their deployments have room, fairly:
+// admit places pending parts and submits them while their deployments
+// have room. Each part is queued on the cheapest deployment it may use (its
+// alias's, in its job's data zone, not cooling off); deployments are worked
+// through cheapest first, and a part that does not fit one, or that Azure
+// refuses there, moves on to the next of its deployments in the same tick.
+// On each deployment admission is fair:
 // per deployment, the next part always comes from the tenant with the
 // fewest tokens in flight there (ties: the tenant admitted least recently,
 // then the longest-waiting head), oldest job and lowest part first within
@@ -91,30 +115,51 @@ func (s *Service) admit(ctx context.Context, t *tick, jobs []*Job) {
 				d.inflight += p.EstimatedTokens
 				d.tenants[j.Tenant] += p.EstimatedTokens
 			case p.Status == PartPending && !j.CancelRequested && !j.leasedByOther(t.owner, now):
-				d.queues[j.Tenant] = append(d.queues[j.Tenant], candidate{job: j, part: i})
+				route, reason, why := s.route(j, p, now)
+				c := candidate{job: j, part: i, route: route, reason: reason, why: why}
+				q := get(c.target())
+				q.queues[j.Tenant] = append(q.queues[j.Tenant], c)
 			}
 		}
 	}
-	names := make([]string, 0, len(deps))
-	for n, d := range deps {
-		if len(d.queues) > 0 {
+	// Every deployment a part may spill to, cheapest first: spilled parts
+	// are queued on deployments not yet worked through.
+	names := slices.Collect(maps.Keys(s.rank))
+	for n := range deps {
+		if _, ok := s.rank[n]; !ok {
 			names = append(names, n)
 		}
 	}
-	slices.Sort(names)
+	slices.SortFunc(names, s.compareRank)
 	held := map[*Job][]int{}
-	var mu sync.Mutex
 	for _, n := range names {
 		d := deps[n]
+		if d == nil || len(d.queues) == 0 {
+			continue
+		}
 		for tn := range d.queues {
 			slices.SortFunc(d.queues[tn], func(a, b candidate) int {
 				return cmp.Or(a.job.Created.Compare(b.job.Created), cmp.Compare(a.job.ID, b.job.ID), cmp.Compare(a.part, b.part))
 			})
 		}
-		for _, c := range s.admitDeployment(ctx, t, d, now) {
-			mu.Lock()
+		waiting, refused := s.admitDeployment(ctx, t, d, now)
+		for _, c := range refused {
+			if c.spill(d.name + " answered token_limit_exceeded") {
+				q := get(c.target())
+				q.queues[c.job.Tenant] = append(q.queues[c.job.Tenant], c)
+			}
+		}
+		for _, c := range waiting {
+			why := fmt.Sprintf("%s had no headroom for the part's %d estimated tokens", d.name, c.p().EstimatedTokens)
+			if d.quota > 0 {
+				why = fmt.Sprintf("%s had no headroom: %d of %d enqueued tokens in use, the part needs %d", d.name, d.inflight, d.quota, c.p().EstimatedTokens)
+			}
+			if c.spill(why) {
+				q := get(c.target())
+				q.queues[c.job.Tenant] = append(q.queues[c.job.Tenant], c)
+				continue
+			}
 			held[c.job] = append(held[c.job], c.part)
-			mu.Unlock()
 		}
 	}
 	for j, parts := range held {
@@ -123,14 +168,15 @@ func (s *Service) admit(ctx context.Context, t *tick, jobs []*Job) {
 }
 
 // admitDeployment admits parts on one deployment in waves of at most
-// AdmitConcurrency, and returns the candidates left waiting for capacity.
-func (s *Service) admitDeployment(ctx context.Context, t *tick, d *deployment, now time.Time) []candidate {
+// AdmitConcurrency, and returns the candidates left waiting for capacity
+// and those Azure refused for quota.
+func (s *Service) admitDeployment(ctx context.Context, t *tick, d *deployment, now time.Time) (waitingFor, refused []candidate) {
 	full := false
 	waiting := func() []candidate {
 		var out []candidate
 		for _, q := range d.queues {
 			for _, c := range q {
-				if p := c.p(); !p.NextAttemptAt.After(now) && (full || d.quota > 0 && d.inflight+p.EstimatedTokens > d.quota) {
+				if p := c.p(); !c.notBefore().After(now) && (full || d.quota > 0 && d.inflight+p.EstimatedTokens > d.quota) {
 					out = append(out, c)
 				}
 			}
@@ -151,7 +197,7 @@ func (s *Service) admitDeployment(ctx context.Context, t *tick, d *deployment, n
 			}
 			c := d.queues[tn][0]
 			p := c.p()
-			if p.NextAttemptAt.After(now) { // backing off: its successors wait too
+			if c.notBefore().After(now) { // backing off: its successors wait too
 				blocked[tn] = true
 				continue
 			}
@@ -172,7 +218,7 @@ func (s *Service) admitDeployment(ctx context.Context, t *tick, d *deployment, n
 		}
 		if len(wave) == 0 {
 			full = full || reserved
-			return waiting()
+			return waiting(), refused
 		}
 		results := make([]error, len(wave))
 		var wg sync.WaitGroup
@@ -186,12 +232,16 @@ func (s *Service) admitDeployment(ctx context.Context, t *tick, d *deployment, n
 		wg.Wait()
 		for k, err := range results {
 			c := wave[k]
+			if !errors.Is(err, errSkipAdmit) && !errors.Is(err, errLeaseLost) {
+				s.createOutcome(ctx, d.name, err)
+			}
 			switch {
 			case err == nil:
 				t.count(func(r *TickReport) { r.Admitted++ })
 			case errors.Is(err, batchapi.ErrQuotaFull):
 				t.count(func(r *TickReport) { r.Refused++ })
 				full = true
+				refused = append(refused, c)
 				fallthrough
 			default:
 				d.inflight -= c.p().EstimatedTokens
@@ -203,7 +253,7 @@ func (s *Service) admitDeployment(ctx context.Context, t *tick, d *deployment, n
 			// Azure says the deployment is full, or an aged head reserves
 			// it: try again next tick.
 			full = true
-			return waiting()
+			return waiting(), refused
 		}
 	}
 }

@@ -59,6 +59,23 @@
 // BackoffMax, drawn from the upper half), keep its uploaded file, and close
 // the deployment for the rest of the tick.
 //
+// # Several deployments
+//
+// An alias may have several batch deployments (package catalog). Each
+// tick, a pending part is queued on the cheapest one it may use: in its
+// job's data zone, and not cooling off (unless all are). Deployments are
+// worked through cheapest first; a part left without headroom on one, or
+// refused there by Azure, moves on to its next in the same tick (Part.
+// Placement says why it is where it is). Its input names the deployment
+// it was written for; a part moved elsewhere is uploaded again under
+// {job}.part{N}.{deployment}.jsonl with the new name in every line, and
+// its earlier file deleted unless a create may still use it. Batches carry
+// the deployment in their metadata, so that a batch found by its
+// submission key after a move says where it runs. A quota refusal, or
+// CoolOffFailures failed creates in a row, cools a deployment off for
+// CoolOff: this instance's own state, rebuilt by each instance from what
+// Azure answers it.
+//
 // # Exactly once
 //
 // Every change to a job is a conditional write on its ETag; a conflicting

@@ -95,8 +95,10 @@ type envConfig struct {
 	sim aoaisim.Config
 	// listPage is the batch client's list page size (0: Azure's largest).
 	listPage int
-	tweak    func(o *batch.Options)
-	budget   int64
+	// models replaces the shipped models.json.
+	models string
+	tweak  func(o *batch.Options)
+	budget int64
 }
 
 func simConfig(speed float64, deps ...aoaisim.Deployment) aoaisim.Config {
@@ -140,6 +142,9 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 	b, err := os.ReadFile("../../models.json")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if cfg.models != "" {
+		b = []byte(cfg.models)
 	}
 	if e.catalog, err = catalog.Parse(b); err != nil {
 		t.Fatal(err)

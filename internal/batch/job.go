@@ -160,8 +160,18 @@ type FileCopy struct {
 
 // Part is one input file of a job and the Azure batch made from it.
 type Part struct {
-	Index           int    `json:"index"`
-	Deployment      string `json:"deployment"`
+	Index int `json:"index"`
+	// Deployment is where the part runs (or will be tried next): the
+	// scheduler's choice, and the deployment its ledger row names.
+	Deployment string `json:"deployment"`
+	// WrittenFor is the deployment the stored input names in body.model,
+	// when the part has since moved to another (empty: Deployment). A
+	// moved part is uploaded again with its new deployment's name.
+	WrittenFor string `json:"written_for,omitempty"`
+	// Placement says why the part is on Deployment (PlaceCheapest, ...),
+	// PlacementDetail in words; set when the part is submitted there.
+	Placement       string `json:"placement,omitempty"`
+	PlacementDetail string `json:"placement_detail,omitempty"`
 	Lines           int    `json:"lines"`
 	Bytes           int64  `json:"bytes"`
 	EstimatedTokens int64  `json:"estimated_tokens"`
@@ -239,7 +249,10 @@ type Job struct {
 	ID     string `json:"id"`
 	Tenant string `json:"tenant"`
 	Alias  string `json:"alias"`
-	State  State  `json:"state"`
+	// DataZone is the data zone the tenant required when the job was
+	// submitted: its parts only go to deployments of that zone.
+	DataZone string `json:"data_zone,omitempty"`
+	State    State  `json:"state"`
 	// Final is, once every part has ended, how the job ended: completed,
 	// failed, expired or cancelled (kept when State becomes harvested).
 	Final    State             `json:"final,omitempty"`

@@ -139,6 +139,7 @@ func (s *Service) announce(ctx context.Context, j *Job, events []partEvent) {
 		case AlertExpired:
 			s.raise(ctx, j, AlertExpired, "batch job part expired before all its requests ran; partial output is harvested", f)
 		case "requeued":
+			s.coolOff(ctx, p.Deployment, "token_limit_exceeded")
 			zerolog.Ctx(ctx).Warn().Int("part", p.Index).Int("attempt", p.Attempt).Time("next_attempt_at", p.NextAttemptAt).
 				Msg("Azure failed the batch with token_limit_exceeded during validation; part held for resubmission")
 		}

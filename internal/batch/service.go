@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"sync"
 	"time"
 
 	"github.com/offpath/offpath/internal/batchapi"
@@ -144,6 +146,8 @@ const (
 	DefaultMaxParts         = 60
 	DefaultMaxInputBytes    = 1 << 30
 	DefaultCompletionTokens = 1024
+	DefaultCoolOff          = 10 * time.Minute
+	DefaultCoolOffFailures  = 2
 )
 
 // Options are the Service's dependencies and settings. Zero settings take
@@ -157,9 +161,10 @@ type Options struct {
 	Catalog    *catalog.Catalog
 	Alerts     Alerter
 	Containers Containers
-	// Quota is the enqueued-token limit per deployment, as configured;
-	// Azure's reported limit, when lower, wins. A deployment without one is
-	// limited only by Azure's refusals.
+	// Quota is the enqueued-token limit per deployment, as configured
+	// (OFFPATH_BATCH_QUOTA); a deployment it does not name takes the
+	// catalog's enqueued_token_quota. Azure's reported limit, when lower,
+	// wins. A deployment without one is limited only by Azure's refusals.
 	Quota map[string]int64
 	// PollInterval is the least time between two polls of one Azure batch.
 	PollInterval time.Duration
@@ -202,6 +207,15 @@ type Options struct {
 	// CompletionTokens is the completion allowance per item, for the budget
 	// estimate, when an item sets no max_tokens.
 	CompletionTokens int
+	// CoolOff is how long a deployment is skipped, for parts that have
+	// another, after Azure refused a part there for quota
+	// (token_limit_exceeded, at create or in validation) or after
+	// CoolOffFailures creates in a row failed there (5xx, connection).
+	CoolOff         time.Duration
+	CoolOffFailures int
+	// Decisions, if set, counts the scheduler's placements and cool-offs
+	// (package tokenmetrics' Prometheus).
+	Decisions Decisions
 	// Announcer, if set, is told of each job as it becomes harvested, and
 	// as held_too_long is raised for it (package webhook's Announcer),
 	// within a few seconds; its failure is logged, never the poll tick's.
@@ -222,6 +236,13 @@ type Announcer interface {
 // stores, so any instance can serve any call and a restart loses nothing.
 type Service struct {
 	o Options
+	// rank orders every batch deployment of the catalog as the scheduler
+	// prefers it (catalog.BatchRank).
+	rank map[string]int
+	// cool are the deployments' cool-offs and failure counts: this
+	// instance's own (see coolOff).
+	coolMu sync.Mutex
+	cool   map[string]coolState
 }
 
 // New checks the dependencies and returns the service.
@@ -281,10 +302,25 @@ func New(o Options) (*Service, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	def(&o.CoolOff, DefaultCoolOff)
+	defInt(&o.CoolOffFailures, DefaultCoolOffFailures)
+	// A deployment's quota is the setting's, else what the catalog states.
+	quota := maps.Clone(o.Quota)
+	if quota == nil {
+		quota = map[string]int64{}
+	}
+	for _, a := range o.Catalog.Aliases() {
+		for _, d := range a.Batch {
+			if _, set := quota[d.Name]; !set && d.EnqueuedTokenQuota > 0 {
+				quota[d.Name] = d.EnqueuedTokenQuota
+			}
+		}
+	}
+	o.Quota = quota
 	if o.Rand == nil {
 		o.Rand = rand.Reader
 	}
-	return &Service{o: o}, nil
+	return &Service{o: o, rank: batchRanks(o.Catalog), cool: map[string]coolState{}}, nil
 }
 
 // now is the service's clock in UTC.

@@ -40,6 +40,12 @@ func (s *Service) Submit(ctx context.Context, t tenant.Tenant, r Request) (job J
 	if len(alias.Batch) == 0 {
 		return Job{}, false, invalid("alias_not_batch", "alias %q has no Global Batch deployment", r.Alias)
 	}
+	// The input names the cheapest deployment the tenant may use; the
+	// scheduler moves parts to others when it has no room.
+	deps := alias.BatchFor(t.DataZone)
+	if len(deps) == 0 {
+		return Job{}, false, invalid("no_deployment_in_data_zone", "alias %q has no batch deployment in data zone %q", r.Alias, t.DataZone)
+	}
 	if r.InputBlob != "" {
 		if err := checkInputBlob(t.ID, r.InputBlob); err != nil {
 			return Job{}, false, err
@@ -56,7 +62,7 @@ func (s *Service) Submit(ctx context.Context, t tenant.Tenant, r Request) (job J
 	if err != nil {
 		return Job{}, false, err
 	}
-	job = Job{ID: id, Tenant: t.ID, Alias: r.Alias, Created: now, Updated: now, Source: "inline",
+	job = Job{ID: id, Tenant: t.ID, Alias: r.Alias, DataZone: t.DataZone, Created: now, Updated: now, Source: "inline",
 		Metadata: r.Metadata, IdempotencyKey: r.IdempotencyKey, Attributes: r.Attributes}
 	if r.InputBlob != "" {
 		job.Source = r.InputBlob
@@ -67,7 +73,7 @@ func (s *Service) Submit(ctx context.Context, t tenant.Tenant, r Request) (job J
 			log.Warn().Err(err).Msg("refused job's input not deleted")
 		}
 	}
-	completion, err := s.writeInput(ctx, &job, &r, alias.Batch[0].Name)
+	completion, err := s.writeInput(ctx, &job, &r, deps[0].Name)
 	if err != nil {
 		discard()
 		return Job{}, false, err

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/batchapi"
+	"github.com/offpath/offpath/internal/batchfile"
 	"github.com/offpath/offpath/internal/outcome"
 )
 
@@ -30,6 +32,11 @@ func (s *Service) admitPart(ctx context.Context, t *tick, c candidate) error {
 			return errSkipAdmit
 		}
 		maybe = p.MaybeCreated
+		if target := c.target(); target != p.Deployment {
+			move(j, p, target, maybe)
+			maybe = false // under its new name, nothing was uploaded yet
+		}
+		p.Placement, p.PlacementDetail = c.reason, clipMessage(c.why)
 		p.MaybeCreated = true // a create may be under way from here on
 		j.Lease = Lease{Owner: t.owner, Until: now.Add(s.o.LeaseTTL)}
 		return nil
@@ -55,7 +62,11 @@ func (s *Service) admitPart(ctx context.Context, t *tick, c candidate) error {
 		// part's submission key, whatever this row remembers, and the row
 		// may be stale. Since bounds the lookup to the job's lifetime.
 		created, err = s.o.Azure.CreateBatch(ctx, batchapi.Submission{InputFileID: fileID, JobID: j.ID, Part: p.Index,
-			Attempt: p.Attempt, MaybeCreated: true, Since: j.Created, Metadata: map[string]string{"tenant": j.Tenant, "alias": j.Alias}})
+			Attempt: p.Attempt, MaybeCreated: true, Since: j.Created,
+			Metadata: map[string]string{"tenant": j.Tenant, "alias": j.Alias, metaDeployment: p.Deployment}})
+		if err != nil {
+			err = fmt.Errorf("%w: %w", errCreate, err)
+		}
 	}
 	extra := ""
 	if err == nil && created.Batch.InputFileID != "" && created.Batch.InputFileID != fileID {
@@ -84,6 +95,11 @@ func (s *Service) admitPart(ctx context.Context, t *tick, c candidate) error {
 		if fileID != "" {
 			q.InputFileID = fileID
 		}
+		if d := created.Batch.Metadata[metaDeployment]; err == nil && created.Recovered && d != "" && d != q.Deployment {
+			// Found by its key: an earlier attempt's create landed at the
+			// deployment the part was tried on before.
+			q.Deployment = d
+		}
 		if !createCalled && !uploading {
 			// Neither an upload nor a create was sent: nothing can have
 			// happened at Azure. (After an upload, its file may exist.)
@@ -106,8 +122,15 @@ func (s *Service) admitPart(ctx context.Context, t *tick, c candidate) error {
 		log.Warn().Err(err).Msg("part not admitted")
 		return err
 	}
+	if uerr == nil {
+		p = stored.Parts[i]
+	}
 	log.Info().Str("batch_id", created.Batch.ID).Str("deployment", p.Deployment).Int64("estimated_tokens", p.EstimatedTokens).
+		Str("placement", p.Placement).Str("placement_detail", p.PlacementDetail).
 		Bool("recovered", created.Recovered).Msg("batch part submitted")
+	if s.o.Decisions != nil {
+		s.o.Decisions.Placed(j.Alias, p.Deployment, p.Placement)
+	}
 	if extra != "" && uerr == nil {
 		if derr := s.o.Azure.DeleteFile(ctx, extra); derr != nil && !errors.Is(derr, batchapi.ErrNotFound) {
 			log.Warn().Err(derr).Str("file_id", extra).Msg("extra input file not deleted; the audit deletes it once the job has ended")
@@ -124,11 +147,11 @@ var errSkipAdmit = errors.New("part no longer pending")
 // Azure processed it; else a new upload.
 func (s *Service) inputFile(ctx context.Context, j *Job, p *Part, maybe bool) (string, error) {
 	if maybe {
-		f, ok, err := s.o.Azure.FindFile(ctx, inputFilename(j.ID, p.Index))
+		f, ok, err := s.o.Azure.FindFile(ctx, uploadName(j.ID, p))
 		if err != nil {
 			return "", fmt.Errorf("look up an earlier upload: %w", err)
 		}
-		if ok && f.Bytes == p.Bytes && f.Status != "error" {
+		if ok && f.Bytes == p.uploadBytes() && f.Status != "error" {
 			if f, err = s.o.Azure.AwaitFile(ctx, f.ID, time.Second); err == nil {
 				zerolog.Ctx(ctx).Info().Str("file_id", f.ID).Msg("input file of an earlier admission found; not uploaded again")
 				return f.ID, nil
@@ -160,17 +183,25 @@ func (s *Service) recordInputFile(ctx context.Context, t *tick, j Job, i int, fi
 	return stored, nil
 }
 
-func inputFilename(jobID string, part int) string { return fmt.Sprintf("%s.part%d.jsonl", jobID, part) }
+// metaDeployment is the batch metadata key naming the deployment a part
+// was submitted to, so that a batch found by its submission key tells where
+// it runs.
+const metaDeployment = "deployment"
 
 // upload sends the part's stored input to Azure and waits until the file
-// is processed.
+// is processed. A part moved to another deployment than its input was
+// written for is sent with that deployment's name in every line.
 func (s *Service) upload(ctx context.Context, j *Job, p *Part) (string, error) {
-	body, _, err := s.o.Blobs.Open(ctx, s.o.Containers.Inputs, p.InputBlob)
+	stored, _, err := s.o.Blobs.Open(ctx, s.o.Containers.Inputs, p.InputBlob)
 	if err != nil {
 		return "", fmt.Errorf("open input: %w", err)
 	}
-	defer body.Close()
-	f, err := s.o.Azure.UploadFile(ctx, inputFilename(j.ID, p.Index), body, p.Bytes)
+	defer stored.Close()
+	var body io.Reader = stored
+	if p.WrittenFor != "" && p.WrittenFor != p.Deployment {
+		body = batchfile.Retarget(stored, p.WrittenFor, p.Deployment)
+	}
+	f, err := s.o.Azure.UploadFile(ctx, uploadName(j.ID, p), body, p.uploadBytes())
 	if err != nil {
 		return "", err
 	}

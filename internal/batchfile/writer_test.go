@@ -333,3 +333,30 @@ func TestIndex_DetectsForeignEntries(t *testing.T) {
 		t.Errorf("Load(tampered) error = %v, want ErrCheckMismatch", err)
 	}
 }
+
+// Retarget rewrites every line's body.model and nothing else; a line that
+// names another deployment is an error.
+func TestRetarget(t *testing.T) {
+	t.Parallel()
+	w, p := newWriter(t, batchfile.Limits{})
+	for i := range 3 {
+		if _, err := w.Add(item("t1", fmt.Sprint(i), `"model":"gpt-4o-mini-batch" in a prompt`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	in := p.inputs[0].String()
+	out, err := io.ReadAll(batchfile.Retarget(strings.NewReader(in), "gpt-4o-mini-batch", "mini-batch-eu2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.ReplaceAll(in, `"body":{"model":"gpt-4o-mini-batch"`, `"body":{"model":"mini-batch-eu2"`)
+	if string(out) != want || len(out) != len(in)+3*(len("mini-batch-eu2")-len("gpt-4o-mini-batch")) {
+		t.Errorf("retargeted =\n%s\nwant\n%s", out, want)
+	}
+	if _, err := io.ReadAll(batchfile.Retarget(strings.NewReader(in), "other", "x")); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("Retarget from the wrong deployment: %v", err)
+	}
+}

@@ -43,6 +43,10 @@ type Batch struct {
 	// Quota is OFFPATH_BATCH_QUOTA, "deployment=tokens,...": each Global
 	// Batch deployment's enqueued-token limit.
 	Quota map[string]int64 `json:"quota,omitempty"`
+	// CoolOff is OFFPATH_BATCH_COOLOFF (default 10m): how long a batch
+	// deployment that refused a part for quota, or failed creates
+	// repeatedly, is skipped by parts that have another.
+	CoolOff time.Duration `json:"cool_off"`
 	// BackoffBase is OFFPATH_BATCH_BACKOFF_BASE (default 30s): the first
 	// wait after Azure refuses a job for quota, doubled on each refusal.
 	BackoffBase time.Duration `json:"backoff_base"`
@@ -65,7 +69,7 @@ func (c *Handler) loadBatch(getenv func(string) string) []error {
 	var errs []error
 	b := &Batch{Endpoint: endpoint, Surface: cmp.Or(getenv("OFFPATH_AOAI_SURFACE"), "v1"), APIVersion: getenv("OFFPATH_AOAI_API_VERSION"),
 		APIKey: getenv("OFFPATH_AOAI_API_KEY"), ClientID: getenv("OFFPATH_AOAI_CLIENT_ID"), Concurrency: 16,
-		PollInterval: time.Minute, LeaseTTL: c.InvocationTimeout + time.Minute, BackoffBase: 30 * time.Second, HeldAlert: 6 * time.Hour, OverdueMargin: 2 * time.Hour,
+		PollInterval: time.Minute, LeaseTTL: c.InvocationTimeout + time.Minute, BackoffBase: 30 * time.Second, CoolOff: 10 * time.Minute, HeldAlert: 6 * time.Hour, OverdueMargin: 2 * time.Hour,
 		AlertWebhook: getenv("OFFPATH_ALERT_WEBHOOK_URL")}
 	if u, err := url.Parse(endpoint); err != nil || u.Host == "" || u.Path != "" || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopback(u.Hostname()))) {
 		errs = append(errs, fmt.Errorf("OFFPATH_AOAI_ENDPOINT %q: must be the resource's https URL without a path (http only on loopback)", endpoint))
@@ -76,7 +80,7 @@ func (c *Handler) loadBatch(getenv func(string) string) []error {
 	for _, d := range []struct {
 		name string
 		dst  *time.Duration
-	}{{"OFFPATH_BATCH_POLL_INTERVAL", &b.PollInterval}, {"OFFPATH_BATCH_LEASE_TTL", &b.LeaseTTL}, {"OFFPATH_BATCH_BACKOFF_BASE", &b.BackoffBase},
+	}{{"OFFPATH_BATCH_POLL_INTERVAL", &b.PollInterval}, {"OFFPATH_BATCH_LEASE_TTL", &b.LeaseTTL}, {"OFFPATH_BATCH_BACKOFF_BASE", &b.BackoffBase}, {"OFFPATH_BATCH_COOLOFF", &b.CoolOff},
 		{"OFFPATH_BATCH_HELD_ALERT", &b.HeldAlert}, {"OFFPATH_BATCH_OVERDUE_MARGIN", &b.OverdueMargin}} {
 		if s := getenv(d.name); s != "" {
 			v, err := time.ParseDuration(s)

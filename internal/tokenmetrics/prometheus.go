@@ -38,6 +38,8 @@ type Prometheus struct {
 	tokens    map[[5]string]int64
 	corrected map[[5]string]int64
 	documents map[[2]string]int64
+	placed    map[[3]string]int64
+	cooloffs  map[[2]string]int64
 
 	jobsMu   sync.Mutex
 	jobs     map[string]int // nil: none read, or the last read failed
@@ -84,7 +86,7 @@ func NewPrometheus(o PrometheusOptions) *Prometheus {
 		o.Now = time.Now
 	}
 	return &Prometheus{o: o, tokens: map[[5]string]int64{}, corrected: map[[5]string]int64{},
-		documents: map[[2]string]int64{}}
+		documents: map[[2]string]int64{}, placed: map[[3]string]int64{}, cooloffs: map[[2]string]int64{}}
 }
 
 // Emit counts the samples.
@@ -108,6 +110,21 @@ func (p *Prometheus) Settled(tenant string, k outcome.Kind) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.documents[[2]string{tenant, k.String()}]++
+}
+
+// Placed counts one batch part the scheduler submitted to deployment, for
+// reason (package batch's Decisions).
+func (p *Prometheus) Placed(alias, deployment, reason string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.placed[[3]string{alias, deployment, reason}]++
+}
+
+// CooledOff counts one cool-off of a batch deployment.
+func (p *Prometheus) CooledOff(deployment, reason string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cooloffs[[2]string{deployment, reason}]++
 }
 
 // batchJobs returns the jobs by state, every known state included (0 when
@@ -176,13 +193,17 @@ func (p *Prometheus) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	write(&b, "offpath_tokens_corrected_total", "Tokens taken off ledger rows rewritten lower.", "counter", tokenLabels, p.corrected)
 	write(&b, "offpath_documents_total", "Queue-path deliveries settled, by tenant and outcome (done, refused, rejected, transient).", "counter",
 		[]string{"tenant", "outcome"}, p.documents)
+	write(&b, "offpath_batch_placements_total", "Batch parts submitted, by alias, the deployment the scheduler chose and why (cheapest, cheaper_full, cheaper_cooling_off).", "counter",
+		[]string{"alias", "deployment", "reason"}, p.placed)
+	write(&b, "offpath_batch_cooloffs_total", "Times a batch deployment started cooling off, by deployment and reason (token_limit_exceeded, errors).", "counter",
+		[]string{"deployment", "reason"}, p.cooloffs)
 	write(&b, "offpath_batch_jobs", "Batch jobs by state, read from the job table.", "gauge", []string{"state"}, jobs)
 	p.mu.Unlock()
 	_, _ = w.Write([]byte(b.String()))
 }
 
 // write writes one metric family, its series sorted by their label values.
-func write[K [1]string | [2]string | [5]string](b *strings.Builder, name, help, typ string, labels []string, m map[K]int64) {
+func write[K [1]string | [2]string | [3]string | [5]string](b *strings.Builder, name, help, typ string, labels []string, m map[K]int64) {
 	fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
 	type series struct {
 		values []string
@@ -202,11 +223,13 @@ func write[K [1]string | [2]string | [5]string](b *strings.Builder, name, help, 
 	}
 }
 
-func keyValues[K [1]string | [2]string | [5]string](k K) []string {
+func keyValues[K [1]string | [2]string | [3]string | [5]string](k K) []string {
 	switch k := any(k).(type) {
 	case [1]string:
 		return k[:]
 	case [2]string:
+		return k[:]
+	case [3]string:
 		return k[:]
 	case [5]string:
 		return k[:]

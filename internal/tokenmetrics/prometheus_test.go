@@ -315,3 +315,27 @@ func (c *fakeClock) advance(d time.Duration) {
 	defer c.mu.Unlock()
 	c.at = c.at.Add(d)
 }
+
+func TestPrometheus_BatchScheduler(t *testing.T) {
+	t.Parallel()
+	p := tokenmetrics.NewPrometheus(tokenmetrics.PrometheusOptions{})
+	p.Placed("summarize", "mini-batch-eu", "cheaper_full")
+	p.Placed("summarize", "mini-batch-eu", "cheaper_full")
+	p.Placed("summarize", "mini-batch", "cheapest")
+	p.CooledOff("mini-batch", "token_limit_exceeded")
+	samples, types := scrape(t, p)
+	for name, typ := range map[string]string{"offpath_batch_placements_total": "counter", "offpath_batch_cooloffs_total": "counter"} {
+		if types[name] != typ {
+			t.Errorf("TYPE of %s = %q, want %s", name, types[name], typ)
+		}
+	}
+	for series, want := range map[string]int64{
+		`offpath_batch_placements_total{alias="summarize",deployment="mini-batch-eu",reason="cheaper_full"}`: 2,
+		`offpath_batch_placements_total{alias="summarize",deployment="mini-batch",reason="cheapest"}`:        1,
+		`offpath_batch_cooloffs_total{deployment="mini-batch",reason="token_limit_exceeded"}`:                1,
+	} {
+		if got, ok := samples[series]; !ok || got != want {
+			t.Errorf("%s = %d (present %v), want %d\n%v", series, got, ok, want, samples)
+		}
+	}
+}
