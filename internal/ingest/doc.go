@@ -33,8 +33,9 @@
 // Processing is idempotent per document version (blob URL and ETag): a
 // redelivered message for a version already finished does nothing and
 // meters nothing. Every model call is metered when it returns, into rows
-// keyed by the version and the delivery (AttemptUnit): the same delivery
-// rewrites its rows, a new delivery adds its own, so the spend of a
+// keyed by the version, the message and its delivery (AttemptUnit): the
+// same delivery rewrites its rows, a new delivery (or a second message
+// with the same claim check) adds its own, so the spend of a
 // delivery that crashed or was retried stays in the ledger, unfinished
 // (an abandoned attempt), and the ledger holds what Azure billed; the
 // delivery that ends the document marks its rows finished and those of

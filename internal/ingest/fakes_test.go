@@ -1,6 +1,8 @@
 package ingest_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"bytes"
 	"context"
 	"fmt"
@@ -348,8 +350,17 @@ func (f *fixture) drop(tb testing.TB, name string, data []byte) ingest.Claim {
 	return claim
 }
 
+// deliver hands the claim check to Process as delivery count of its one
+// message: a redelivery keeps the message's id, as Service Bus does.
 func (f *fixture) deliver(body []byte, count int) (document.Status, error) {
-	return f.proc.Process(context.Background(), ingest.Delivery{Body: body, MessageID: fmt.Sprint(time.Now().UnixNano()), DeliveryCount: count,
+	sum := sha256.Sum256(body)
+	return f.deliverAs(body, hex.EncodeToString(sum[:16]), count)
+}
+
+// deliverAs hands the claim check to Process as message id's delivery
+// count: another id is another message carrying the same claim check.
+func (f *fixture) deliverAs(body []byte, id string, count int) (document.Status, error) {
+	return f.proc.Process(context.Background(), ingest.Delivery{Body: body, MessageID: id, DeliveryCount: count,
 		EnqueuedTime: time.Now(), Queue: "doc-ingest"})
 }
 

@@ -444,7 +444,7 @@ func (j *job) entry(dep string, delivery int) ledger.Entry {
 		month = ledger.MonthOf(j.started)
 	}
 	return ledger.Entry{Tenant: j.msg.Tenant, Month: month, Path: ledger.Queue, Alias: j.msg.ModelAlias, Deployment: dep,
-		Unit: AttemptUnit(j.name.Name, j.msg.BlobURL, j.msg.ETag, delivery)}
+		Unit: AttemptUnit(j.name.Name, j.msg.BlobURL, j.msg.ETag, j.d.MessageID, delivery)}
 }
 
 // meterCall records, as a model call returns, what this attempt has spent
@@ -488,14 +488,20 @@ func (j *job) record(ctx context.Context, unfinished bool) error {
 	return j.p.o.Ledger.RecordBatch(ctx, entries)
 }
 
-// AttemptUnit is the ledger unit of one delivery of a document version:
-// "ingest:{name}@{etag}#{delivery}", or a digest when that is too long.
-func AttemptUnit(name, blobURL, etag string, delivery int) string {
+// AttemptUnit is the ledger unit of one delivery of a message carrying a
+// document version: "ingest:{name}@{etag}#{delivery}~{message}", or a
+// digest when that is too long. The message id keeps apart two messages
+// with the same claim check (a blob event delivered twice): each one's
+// calls were billed, so each keeps its own rows.
+func AttemptUnit(name, blobURL, etag, messageID string, delivery int) string {
 	suffix := "#" + strconv.Itoa(max(delivery, 1))
+	if messageID != "" {
+		suffix += "~" + messageID
+	}
 	unit := "ingest:" + name + "@" + etag + suffix
 	if len(unit) > ledger.MaxUnitLen {
-		sum := sha256.Sum256([]byte(blobURL + "\x00" + etag))
-		unit = "ingest:sha256:" + hex.EncodeToString(sum[:]) + suffix
+		sum := sha256.Sum256([]byte(blobURL + "\x00" + etag + "\x00" + messageID))
+		unit = "ingest:sha256:" + hex.EncodeToString(sum[:]) + "#" + strconv.Itoa(max(delivery, 1))
 	}
 	return unit
 }

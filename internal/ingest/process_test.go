@@ -285,7 +285,7 @@ func TestProcess_TransientMetersItsAttempt(t *testing.T) {
 		t.Error("a result is visible after a failed attempt")
 	}
 	es := f.ledger.entries()
-	if len(es) != 1 || !es[0].Unfinished || es[0].Deployment != "text-embedding-3-small" || !strings.HasSuffix(es[0].Unit, "#1") {
+	if len(es) != 1 || !es[0].Unfinished || es[0].Deployment != "text-embedding-3-small" || !strings.Contains(es[0].Unit, "#1~") {
 		t.Fatalf("ledger = %+v after a failed attempt; want its embedding call, unfinished, under delivery 1", es)
 	}
 	got, _ := f.statuses.Get(context.Background(), "acme", "acme/a.txt")
@@ -400,5 +400,36 @@ func TestProcess_LastDeliveryDeadLetters(t *testing.T) {
 	}
 	if n := len(f.ledger.entries()); n != rows {
 		t.Errorf("a stray redelivery metered: %d rows, had %d", n, rows)
+	}
+}
+
+// Two messages with the same claim check (a blob event delivered twice)
+// are both processed by Azure's meter: the first fails after its
+// embedding call, the second finishes the document. Each keeps its own
+// rows, so the ledger holds what the simulator served.
+func TestProcess_DuplicateClaimChecksMeterEach(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{
+		sim: func(c *aoaisim.Config) { c.Faults = []aoaisim.FaultRule{{Route: "chat", ErrorRate: 1}} },
+		llm: func(c *llm.Config) { c.MaxAttempts = 1 },
+	})
+	claim := f.drop(t, "acme/twice.txt", prose(5000))
+	if _, err := f.deliverAs(claim.Body, "first", 1); outcome.Of(err) != outcome.Transient {
+		t.Fatalf("first message: %v, want a transient failure", err)
+	}
+	if err := f.sim.SetFaults(nil); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := f.deliverAs(claim.Body, "second", 1); err != nil || st.State != document.Done {
+		t.Fatalf("second message = %+v, %v; want done", st, err)
+	}
+	metered := map[string]int64{}
+	for _, e := range f.ledger.entries() {
+		metered[e.Deployment] += e.PromptTokens
+	}
+	for _, d := range f.sim.Stats().Deployments {
+		if d.PromptTokens != metered[d.Name] {
+			t.Errorf("%s: ledger %d prompt tokens, simulator served %d", d.Name, metered[d.Name], d.PromptTokens)
+		}
 	}
 }
