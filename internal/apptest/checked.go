@@ -20,7 +20,7 @@ func checkedProxy(tb testing.TB, hostURL string) string {
 	if err != nil {
 		tb.Fatalf("the dev host's URL %q: %v", hostURL, err)
 	}
-	srv := httptest.NewServer(openapitest.Handler(tb, httputil.NewSingleHostReverseProxy(target)))
+	srv := httptest.NewServer(openapitest.New(tb).BehindHost().Handler(httputil.NewSingleHostReverseProxy(target)))
 	tb.Cleanup(srv.Close)
 	return srv.URL
 }

@@ -50,6 +50,18 @@ var Prefixes = []string{"/api/v1/", "/api/openai/"}
 type Validator struct {
 	tb  testing.TB
 	doc *openapi3.T
+	// behindHost: the exchanges pass through the Functions host, whose
+	// own answers the document describes in prose only.
+	behindHost bool
+}
+
+// BehindHost makes v accept the Functions host's own answers, which come
+// before or instead of the app's: 401 with no body (no valid function
+// key), and a failed invocation's 5xx, which carries the host's text, not
+// the API's error shape. Everything the app answers is checked as before.
+func (v *Validator) BehindHost() *Validator {
+	v.behindHost = true
+	return v
 }
 
 var registerOnce sync.Once
@@ -209,7 +221,7 @@ func (v *Validator) Check(r *http.Request, reqBody []byte, status int, header ht
 
 // Problems returns what in the exchange disagrees with the document.
 func (v *Validator) Problems(r *http.Request, reqBody []byte, status int, header http.Header, body []byte) []string {
-	if hostRefusal(status, header, body) {
+	if v.behindHost && hostAnswer(status, header, body) {
 		return nil
 	}
 	path, item, params := v.match(r.URL)
@@ -247,12 +259,13 @@ func (v *Validator) Problems(r *http.Request, reqBody []byte, status int, header
 	return problems
 }
 
-// hostRefusal says whether an answer is the Functions host's own refusal
-// of a request without a valid function key (missing or wrong), which the
-// document describes in prose: 401 with no body and no content type, before
-// the app sees the request. The API's own 401s carry the error shape.
-func hostRefusal(status int, header http.Header, body []byte) bool {
-	return status == http.StatusUnauthorized && len(body) == 0 && header.Get("Content-Type") == ""
+// hostAnswer says whether an answer is the Functions host's own (see
+// BehindHost): no JSON, and 401 with no body or a 5xx.
+func hostAnswer(status int, header http.Header, body []byte) bool {
+	if strings.HasPrefix(header.Get("Content-Type"), "application/json") {
+		return false
+	}
+	return status == http.StatusUnauthorized && len(body) == 0 || status >= http.StatusInternalServerError
 }
 
 // match finds the documented path whose template matches u, segment by

@@ -34,7 +34,6 @@ func TestValidator_Drift(t *testing.T) {
 		{"an unknown route's 404", "GET", "/api/v1/nowhere", "", 404, js, "", apiErr, ""},
 		{"OPTIONS", "OPTIONS", "/api/v1/tenants/acme", "", 204, "", "GET, PATCH, OPTIONS", "", ""},
 		{"a 405", "PUT", "/api/v1/health", "", 405, js, "GET, OPTIONS", apiErr, ""},
-		{"the Functions host's refusal", "GET", "/api/v1/batches", "", 401, "", "", "", ""},
 		{"a refused hostile request", "POST", "/api/v1/tenants", `{"id":"acme","owner":"x"}`, 400, js, "", apiErr, ""},
 
 		{"undocumented route", "GET", "/api/v1/secrets", "", 200, js, "", `{}`, "undocumented route"},
@@ -52,6 +51,7 @@ func TestValidator_Drift(t *testing.T) {
 		{"error in another shape", "GET", "/api/v1/tenants/acme", "", 404, js, "", `{"error":"not found"}`, "error"},
 		{"a success to a request the document refuses", "POST", "/api/v1/tenants", `{"id":"acme","owner":"x"}`, 201, js, "",
 			`{"tenant":` + tenant + `,"api_key":"opk_x","key_id":"k1"}`, "refuses"},
+		{"a bodyless 401 not behind the host", "GET", "/api/v1/batches", "", 401, "", "", "", "Content-Type"},
 		{"the API's 401 in another shape", "GET", "/api/v1/batches", "", 401, js, "", `{"message":"no"}`, "error"},
 		{"a body where none is documented", "DELETE", "/api/v1/tenants/acme/webhook", "", 204, js, "", `{}`, "body"},
 	} {
@@ -120,5 +120,32 @@ func TestValidator_FailsTheTest(t *testing.T) {
 	res.Body.Close()
 	if len(rec2.failures) != 1 || !strings.Contains(rec2.failures[0], "debug") {
 		t.Errorf("transport: failures %q", rec2.failures)
+	}
+}
+
+// TestValidator_BehindHost: behind the Functions host, the host's own
+// refusal and failed invocations pass; the app's answers are checked as
+// ever.
+func TestValidator_BehindHost(t *testing.T) {
+	v := openapitest.New(t).BehindHost()
+	for _, tc := range []struct {
+		name, ctype, body string
+		status            int
+		ok                bool
+	}{
+		{"no function key", "", "", 401, true},
+		{"a failed invocation", "text/plain; charset=utf-8", "function invocation failed\n", 500, true},
+		{"the app's 401 in another shape", "application/json", `{"message":"no"}`, 401, false},
+		{"the app's 500 in another shape", "application/json", `{"message":"no"}`, 500, false},
+		{"a 401 with a text body", "text/plain", "no", 401, false},
+	} {
+		h := http.Header{}
+		if tc.ctype != "" {
+			h.Set("Content-Type", tc.ctype)
+		}
+		problems := v.Problems(httptest.NewRequest("GET", "/api/v1/batches", nil), nil, tc.status, h, []byte(tc.body))
+		if (len(problems) == 0) != tc.ok {
+			t.Errorf("%s: problems %q, want ok=%v", tc.name, problems, tc.ok)
+		}
 	}
 }
