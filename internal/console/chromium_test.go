@@ -67,6 +67,7 @@ type shown struct {
 	Console, CSP     []string
 	Policy           string
 	TenantView       bool
+	TenantDocs       []struct{ Name, State, Text string }
 	Job1States       []string
 	Job1Counts       string
 	Job1Progress     []float64
@@ -179,6 +180,10 @@ func TestConsole_InChromium(t *testing.T) {
 	// The tenant's view.
 	if !got.TenantView || len(got.Jobs) != 2 {
 		t.Fatalf("tenant view %v, jobs %v", got.TenantView, got.Jobs)
+	}
+	if len(got.TenantDocs) != 1 || got.TenantDocs[0].Name != deadName || got.TenantDocs[0].State != "dead_lettered" ||
+		!strings.Contains(got.TenantDocs[0].Text, "HTTP 500") {
+		t.Errorf("the tenant's documents show %+v, want %s dead_lettered with its reason", got.TenantDocs, deadName)
 	}
 	if got.Job1Counts != "3 / 3" || len(got.Job1Progress) != 2 || got.Job1Progress[0] != 3 || got.Job1Progress[1] != 3 ||
 		!strings.Contains(got.Job1Outcomes, "ok 3") {

@@ -180,7 +180,17 @@
     } catch (e) { $("submit-result").textContent = String(e.message); }
   }
 
+  // The tenant's documents on the queue path and where each stands.
+  async function loadDocs() {
+    const { data } = await getJSON("/documents?limit=100");
+    $("docs-empty").hidden = data.length > 0;
+    $("docs").tBodies[0].replaceChildren(...data.map((d) => el("tr", { "data-document": d.name, "data-state": d.state },
+      el("td", { class: "id" }, d.name), el("td", {}, d.state), el("td", { class: "num" }, d.deliveries || 0),
+      el("td", {}, when(d.updated)), el("td", {}, d.reason || ""))));
+  }
+
   async function tenantTick() {
+    await loadDocs();
     const active = await loadJobs();
     if (!active) await loadSpend();
     return active;
@@ -305,7 +315,7 @@
       $("tenant").hidden = false;
       $("alias").replaceChildren(...me.aliases.map((a) => el("option", { value: a }, a)));
       $("month").value = thisMonth();
-      await Promise.all([loadJobs(), loadSpend()]).catch(showError);
+      await Promise.all([loadJobs(), loadSpend(), loadDocs()]).catch(showError);
       schedule(tenantTick);
     }
     document.body.dataset.ready = "true";

@@ -39,6 +39,9 @@ try {
   current = page;
   step('signed in as the tenant');
   out.tenantView = await page.isVisible('#tenant');
+  // Its documents: the dead-lettered one is listed, as it stands.
+  await page.waitForSelector(`#docs tr[data-document="${cfg.deadDocument}"]`);
+  out.tenantDocs = await page.$$eval('#docs tr[data-document]', (rs) => rs.map((r) => ({ name: r.dataset.document, state: r.dataset.state, text: r.textContent })));
   await page.fill('#items', 'The printer on floor 3 jams on every job.\nThe VPN drops at noon.\nPasswords expire too often.');
   await page.click('#submit-btn');
   const job1 = await (await page.waitForSelector('#submit-result[data-job]')).getAttribute('data-job');
