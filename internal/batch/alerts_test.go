@@ -1,7 +1,6 @@
 package batch_test
 
 import (
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,16 +16,16 @@ func TestAlerts_LingeringConditions(t *testing.T) {
 	t.Parallel()
 	t.Run("held too long", func(t *testing.T) {
 		t.Parallel()
-		clk := &skewClock{}
+		clk := &fakeClock{}
 		e := newEnv(t, envConfig{sim: simConfig(3000, aoaisim.Deployment{Name: batchDep, Model: "gpt-4o-mini", Type: aoaisim.TypeGlobalBatch,
 			EnqueuedTokenQuota: 10}), // Azure refuses everything
-			tweak: func(o *batch.Options) { o.HeldAlert, o.Now = time.Minute, clk.now }})
+			tweak: func(o *batch.Options) { o.HeldAlert, o.Now = time.Minute, clk.Now }})
 		j := e.submit("contoso", items(3, "h"))
 		for range 4 {
 			if _, err := e.svc.Poll(e.ctx()); err != nil {
 				t.Fatal(err)
 			}
-			clk.skip(2 * time.Minute)
+			clk.Advance(2 * time.Minute)
 		}
 		if got := e.get(j.ID); got.State != batch.Held {
 			t.Errorf("state %s, want held", got.State)
@@ -37,16 +36,16 @@ func TestAlerts_LingeringConditions(t *testing.T) {
 	})
 	t.Run("overdue", func(t *testing.T) {
 		t.Parallel()
-		clk := &skewClock{}
+		clk := &fakeClock{}
 		e := newEnv(t, envConfig{sim: simConfig(0), tweak: func(o *batch.Options) { // frozen: it never finishes
-			o.CompletionWindow, o.OverdueMargin, o.Now = time.Minute, time.Minute, clk.now
+			o.CompletionWindow, o.OverdueMargin, o.Now = time.Minute, time.Minute, clk.Now
 		}})
 		j := e.submit("contoso", items(3, "o"))
 		for range 4 {
 			if _, err := e.svc.Poll(e.ctx()); err != nil {
 				t.Fatal(err)
 			}
-			clk.skip(3 * time.Minute)
+			clk.Advance(3 * time.Minute)
 		}
 		if got := e.get(j.ID); got.State != batch.Submitted {
 			t.Errorf("state %s, want submitted", got.State)
@@ -123,10 +122,3 @@ func TestAdmission_AgedHeadReserves(t *testing.T) {
 		})
 	}
 }
-
-// skewClock is the wall clock moved on by skip: a test passes time between
-// ticks without waiting for it.
-type skewClock struct{ skew atomic.Int64 }
-
-func (c *skewClock) now() time.Time       { return time.Now().Add(time.Duration(c.skew.Load())) }
-func (c *skewClock) skip(d time.Duration) { c.skew.Add(int64(d)) }

@@ -3,7 +3,6 @@ package batch_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,24 +33,6 @@ func twoDeployments(quotaCheap int64) (string, aoaisim.Config) {
 		{Name: dearDep, Model: "gpt-4o-mini", ModelVersion: "2024-07-18", Type: aoaisim.TypeGlobalBatch},
 	}
 	return models, simConfig(600, deps...)
-}
-
-// fakeClock is the service's clock: real time, moved ahead by the test.
-type fakeClock struct {
-	mu     sync.Mutex
-	offset time.Duration
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.offset)
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.offset += d
 }
 
 // simDeployments maps each Azure batch the simulator holds to the

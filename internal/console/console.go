@@ -24,9 +24,6 @@ import (
 	"strings"
 )
 
-// Path is where the page is served.
-const Path = "/api/v1/console/"
-
 var (
 	//go:embed page.html
 	pageHTML []byte
@@ -64,7 +61,8 @@ func hash(b []byte) string {
 	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:])
 }
 
-// ServeHTTP answers with the page; the API routes only GET of Path here.
+// ServeHTTP answers with the page; the API routes GET /api/v1/console/
+// here, and only that.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()
 	hd.Set("Content-Type", "text/html; charset=utf-8")

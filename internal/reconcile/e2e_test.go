@@ -17,6 +17,7 @@ import (
 	"github.com/offpath/offpath/internal/apptest"
 	"github.com/offpath/offpath/internal/devhost"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/poll"
 	"github.com/offpath/offpath/internal/reconcile"
 	"github.com/offpath/offpath/internal/tablestore"
 )
@@ -35,6 +36,7 @@ import (
 // document's attempt rows deleted from the ledger, ledger_drift says the
 // exact tokens missing, per deployment.
 func TestE2E_Reconcile(t *testing.T) {
+	const settle = 2 * time.Second
 	t.Parallel()
 	for _, tc := range []string{"all through offpath", "second door", "rows deleted"} {
 		t.Run(tc, func(t *testing.T) {
@@ -44,7 +46,7 @@ func TestE2E_Reconcile(t *testing.T) {
 				Settings: map[string]string{
 					"OFFPATH_AOAI_RESOURCE_ID":     resource,
 					"OFFPATH_RECONCILE_PERIOD":     "1m",
-					"OFFPATH_RECONCILE_SETTLE":     "2s",
+					"OFFPATH_RECONCILE_SETTLE":     settle.String(),
 					"OFFPATH_RECONCILE_MIN_TOKENS": "20",
 				},
 			})
@@ -74,24 +76,23 @@ func TestE2E_Reconcile(t *testing.T) {
 			}
 			end := time.Now()
 
-			// Fire the timer until its watermark has passed the minute the
-			// traffic ended in (each firing waits for its invocation to end).
+			// The traffic's minute is final once it has ended and settled
+			// (OFFPATH_RECONCILE_SETTLE); from then on, fire the timer until
+			// its watermark has passed that minute (each firing waits for
+			// its invocation to end).
+			final := end.Truncate(time.Minute).Add(time.Minute + settle)
 			wm := tablestore.NewWatermark(s.Tables, "", "reconcile")
-			deadline := time.Now().Add(3 * time.Minute)
-			for {
+			poll.Until(t, 3*time.Minute, "the watermark past the traffic's minute", func() bool {
+				if time.Now().Before(final) {
+					return false
+				}
 				fireReconcile(t, s)
 				next, _, err := wm.Load(context.Background())
 				if err != nil {
 					t.Fatal(err)
 				}
-				if next.After(end.Truncate(time.Minute)) {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the watermark is still %v, traffic ended at %v", next, end)
-				}
-				time.Sleep(time.Second)
-			}
+				return next.After(end.Truncate(time.Minute))
+			})
 
 			got := map[string][2]int64{}
 			for _, a := range s.Alerts() {
