@@ -32,7 +32,7 @@ app:
 	rm -rf $(APP)
 	mkdir -p $(APP)
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath \
-		-ldflags "-s -w -X main.version=$(VERSION)" -o $(APP)/handler ./handler
+		-ldflags "-s -w -X main.version=$(VERSION)" -o $(APP)/handler ./cmd/handler
 	chmod 0755 $(APP)/handler
 	cp host.json models.json $(APP)/
 	cp -R functions/. $(APP)/
@@ -74,9 +74,9 @@ test: deps
 # prints it beside the figure.
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./internal/invoke/
-	$(GO) test -run '^$$' -bench Coldstart -benchtime 20x -count 3 ./handler/
-	$(GO) test -run '^$$' -bench ChatCompletions -benchtime 3s ./internal/aoaisim/
-	$(GO) test -run '^$$' -bench BatchLarge -benchtime 1x -timeout 20m ./internal/aoaisim/
+	$(GO) test -run '^$$' -bench Coldstart -benchtime 20x -count 3 ./cmd/handler/
+	$(GO) test -run '^$$' -bench ChatCompletions -benchtime 3s ./internal/local/aoaisim/
+	$(GO) test -run '^$$' -bench BatchLarge -benchtime 1x -timeout 20m ./internal/local/aoaisim/
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x ./internal/batchfile/
 	$(GO) test -run '^$$' -bench WriteUpload100k -benchtime 3x ./internal/batchapi/
 	$(GO) test -run '^$$' -bench Authenticate -benchmem -count 3 ./internal/auth/
@@ -106,9 +106,9 @@ clean:
 # Kubernetes manifests (against KEDA's CRDs, which the test fetches as the Go
 # module github.com/kedacore/keda/v2 through the module proxy, or finds in the
 # module cache), the Bicep text, the functions and the azd wiring
-# (internal/infracheck) and the sizing formulas. `make test` runs the same Go
+# (internal/testing/infracheck) and the sizing formulas. `make test` runs the same Go
 # tests through ./...
 .PHONY: lint-infra
 lint-infra: deps
 	node infra/scripts/check-bicep.mjs infra
-	$(GO) test -count=1 ./internal/infracheck/ ./internal/sizing/
+	$(GO) test -count=1 ./internal/testing/infracheck/ ./internal/sizing/

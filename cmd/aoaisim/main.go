@@ -1,5 +1,5 @@
 // Command aoaisim runs the Azure OpenAI simulator (package
-// internal/aoaisim) on a loopback port: chat completions, embeddings, files
+// internal/local/aoaisim) on a loopback port: chat completions, embeddings, files
 // and Global Batch jobs with a speed-adjustable clock, for `make run` and for
 // rehearsing quota, refusal and outage scenarios locally.
 //
@@ -20,7 +20,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/offpath/offpath/internal/aoaisim"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/rs/zerolog"
 )
 
@@ -43,7 +43,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("aoaisim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:0", "listen address (loopback by default; port 0 picks a free port)")
-	configPath := fs.String("config", "", "JSON configuration file (see internal/aoaisim package docs)")
+	configPath := fs.String("config", "", "JSON configuration file (see internal/local/aoaisim package docs)")
 	speed := fs.Float64("speed", -1, "simulated clock factor (e.g. 3600: an hour per second; 0 freezes the clock); overrides the config")
 	keys := fs.String("keys", "", "comma-separated API keys; overrides the config (default "+aoaisim.DefaultKey+")")
 	dataDir := fs.String("data-dir", "", "directory for files (default: a temporary directory removed on exit)")

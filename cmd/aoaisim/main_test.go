@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offpath/offpath/internal/aoaisim"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/azure"
 	"github.com/openai/openai-go/v3/option"

@@ -26,8 +26,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/devhost"
-	"github.com/offpath/offpath/internal/sbemu"
+	"github.com/offpath/offpath/internal/local/devhost"
+	"github.com/offpath/offpath/internal/local/sbemu"
 	"github.com/offpath/offpath/internal/tablestore"
 )
 

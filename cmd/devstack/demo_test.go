@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/auth"
-	"github.com/offpath/offpath/internal/azurite"
+	"github.com/offpath/offpath/internal/local/azurite"
 	"github.com/offpath/offpath/internal/tablestore"
 )
 

@@ -14,10 +14,10 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 
-	"github.com/offpath/offpath/internal/aoaisim"
-	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/batch"
-	"github.com/offpath/offpath/internal/devhost"
+	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/local/azurite"
+	"github.com/offpath/offpath/internal/local/devhost"
 )
 
 // stackInfo is what runs where.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offpath/offpath/internal/azurite"
+	"github.com/offpath/offpath/internal/local/azurite"
 	"github.com/offpath/offpath/internal/tablestore"
 	"github.com/offpath/offpath/internal/tenant"
 )

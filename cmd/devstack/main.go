@@ -25,10 +25,10 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/aoaisim"
-	"github.com/offpath/offpath/internal/azurite"
-	"github.com/offpath/offpath/internal/devhost"
-	"github.com/offpath/offpath/internal/sbemu"
+	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/local/azurite"
+	"github.com/offpath/offpath/internal/local/devhost"
+	"github.com/offpath/offpath/internal/local/sbemu"
 )
 
 func main() {

@@ -53,10 +53,10 @@ func appFolder(t *testing.T) string {
 			return
 		}
 		handlerBuild.path = filepath.Join(dir, "handler")
-		cmd := exec.Command("go", "build", "-o", handlerBuild.path, "./handler")
+		cmd := exec.Command("go", "build", "-o", handlerBuild.path, "./cmd/handler")
 		cmd.Dir = repoRoot
 		if out, err := cmd.CombinedOutput(); err != nil {
-			handlerBuild.err = fmt.Errorf("go build ./handler: %w\n%s", err, out)
+			handlerBuild.err = fmt.Errorf("go build ./cmd/handler: %w\n%s", err, out)
 		}
 	})
 	if handlerBuild.err != nil {

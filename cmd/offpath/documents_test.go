@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/offpath/offpath/internal/apptest"
 	"github.com/offpath/offpath/internal/document"
+	"github.com/offpath/offpath/internal/testing/apptest"
 )
 
 // TestDocuments_ThroughTheAPI drives offpath documents against the whole

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/local/azurite"
 	"github.com/offpath/offpath/internal/tablestore"
 )
 

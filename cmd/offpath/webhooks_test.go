@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/offpath/offpath/internal/azurite"
+	"github.com/offpath/offpath/internal/local/azurite"
 )
 
 // TestCLI_Webhooks: set prints the secret once, show does not; bad URLs

@@ -20,7 +20,7 @@ for fj in "$functions_dir"/*/function.json; do
 	[ -f "$fj" ] || continue
 	grep -q '"source"[[:space:]]*:[[:space:]]*"EventGrid"' "$fj" || continue
 	fn=$(basename "$(dirname "$fj")")
-	# "path": "<container>/..." on one line (checked by internal/infracheck).
+	# "path": "<container>/..." on one line (checked by internal/testing/infracheck).
 	container=$(sed -n 's/.*"path"[[:space:]]*:[[:space:]]*"\([^/"]*\)\/.*/\1/p' "$fj" | head -n 1)
 	if [ -z "$container" ]; then
 		echo "$fj: no \"path\": \"<container>/...\"" >&2

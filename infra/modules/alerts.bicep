@@ -9,7 +9,7 @@
 // "offpath-alert name=<name>:", e.g. the reply's Logs string
 //   error: offpath-alert name=batch_failed: batch b1 of job j1 failed
 // and the queries match that marker, never a JSON field or the level
-// (internal/infracheck runs each query's filter on the handler's real
+// (internal/testing/infracheck runs each query's filter on the handler's real
 // Logs output). One rule per kind of trouble, so that each has its own
 // severity and history; a last rule catches alert names added later. A
 // rule may count a line twice (Logs and stdout): it fires on more than 0.

@@ -93,7 +93,7 @@ var flexAppSettings = {
   // "AzureWebJobs.ingest-process-heavy.Disabled" is not a setting Linux
   // apps can carry (Azure/Azure-Functions#1851). A function left out of the
   // list is not loaded, has no trigger registered with the platform and
-  // scales nothing. Add a new function here (internal/infracheck fails
+  // scales nothing. Add a new function here (internal/testing/infracheck fails
   // until it runs somewhere).
   AzureFunctionsJobHost__functions__0: 'api'
   AzureFunctionsJobHost__functions__1: 'batch-audit'

@@ -2,7 +2,7 @@
 // tree-sitter-bicep grammar (its WebAssembly build, run by web-tree-sitter;
 // both pinned in package.json) and reports every ERROR or MISSING node.
 // There is no Bicep compiler here, so this catches syntax only: no types,
-// no property names, no API versions (internal/infracheck checks those on
+// no property names, no API versions (internal/testing/infracheck checks those on
 // the text).
 //
 // Usage: node infra/scripts/check-bicep.mjs [file-or-directory ...]

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/api"
-	"github.com/offpath/offpath/internal/openapitest"
+	"github.com/offpath/offpath/internal/testing/openapitest"
 )
 
 func TestServer_Routes(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offpath/offpath/internal/entra/entratest"
+	"github.com/offpath/offpath/internal/testing/entratest"
 )
 
 func TestAuthentication(t *testing.T) {

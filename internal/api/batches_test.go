@@ -18,7 +18,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/api"
 	"github.com/offpath/offpath/internal/auth"
 	"github.com/offpath/offpath/internal/batch"
@@ -27,9 +26,10 @@ import (
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/invoke"
 	"github.com/offpath/offpath/internal/ledger"
-	"github.com/offpath/offpath/internal/openapitest"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/tablestore"
 	"github.com/offpath/offpath/internal/tenant"
+	"github.com/offpath/offpath/internal/testing/openapitest"
 )
 
 // batchEnv is the API with the batch service, on Azurite and a simulator.

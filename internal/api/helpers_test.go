@@ -22,19 +22,19 @@ import (
 
 	"github.com/offpath/offpath/internal/api"
 	"github.com/offpath/offpath/internal/auth"
-	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/claimcheck"
 	"github.com/offpath/offpath/internal/console"
 	"github.com/offpath/offpath/internal/docblob"
 	"github.com/offpath/offpath/internal/entra"
-	"github.com/offpath/offpath/internal/entra/entratest"
 	"github.com/offpath/offpath/internal/ingest"
 	"github.com/offpath/offpath/internal/invoke"
 	"github.com/offpath/offpath/internal/ledger"
-	"github.com/offpath/offpath/internal/openapitest"
+	"github.com/offpath/offpath/internal/local/azurite"
 	"github.com/offpath/offpath/internal/tablestore"
 	"github.com/offpath/offpath/internal/tenant"
+	"github.com/offpath/offpath/internal/testing/entratest"
+	"github.com/offpath/offpath/internal/testing/openapitest"
 )
 
 // One Azurite serves the package's tests: starting one takes seconds.

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/offpath/offpath/internal/entra/entratest"
+	"github.com/offpath/offpath/internal/testing/entratest"
 )
 
 // TestIsolation: whatever contoso sends, nothing of acme's comes back.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/offpath/offpath/internal/entra/entratest"
+	"github.com/offpath/offpath/internal/testing/entratest"
 )
 
 // TestLogs_HoldNoSecrets drives every kind of request, good and bad, through

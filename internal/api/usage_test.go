@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offpath/offpath/internal/entra/entratest"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/testing/entratest"
 )
 
 func TestUsage_CallersMonth(t *testing.T) {

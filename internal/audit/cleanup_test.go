@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offpath/offpath/internal/aoaisim"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 )
 
 // offpath's leftovers go; everything an active job, a running batch or a

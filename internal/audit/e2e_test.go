@@ -9,11 +9,11 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/offpath/offpath/internal/aoaisim"
-	"github.com/offpath/offpath/internal/apptest"
 	"github.com/offpath/offpath/internal/audit"
 	"github.com/offpath/offpath/internal/ledger"
-	"github.com/offpath/offpath/internal/poll"
+	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/testing/apptest"
+	"github.com/offpath/offpath/internal/testing/poll"
 )
 
 // TestEndToEnd_SecondDoorThroughTheDevHost: someone creates a batch

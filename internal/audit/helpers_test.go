@@ -21,18 +21,18 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/alert"
-	"github.com/offpath/offpath/internal/alert/alerttest"
-	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/api"
-	"github.com/offpath/offpath/internal/apptest"
 	"github.com/offpath/offpath/internal/audit"
 	"github.com/offpath/offpath/internal/auth"
-	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/batchapi"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/local/azurite"
 	"github.com/offpath/offpath/internal/tablestore"
+	"github.com/offpath/offpath/internal/testing/alerttest"
+	"github.com/offpath/offpath/internal/testing/apptest"
 )
 
 // One Azurite serves the package's tests; they keep apart by table names.

@@ -11,8 +11,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 
-	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/audit"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 )
 
 // A batch of the Responses API created behind offpath's back is metered

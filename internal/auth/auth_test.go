@@ -13,8 +13,8 @@ import (
 
 	"github.com/offpath/offpath/internal/auth"
 	"github.com/offpath/offpath/internal/entra"
-	"github.com/offpath/offpath/internal/entra/entratest"
 	"github.com/offpath/offpath/internal/tenant"
+	"github.com/offpath/offpath/internal/testing/entratest"
 )
 
 const (

@@ -7,7 +7,7 @@ import (
 
 	"github.com/offpath/offpath/internal/auth"
 	"github.com/offpath/offpath/internal/entra"
-	"github.com/offpath/offpath/internal/entra/entratest"
+	"github.com/offpath/offpath/internal/testing/entratest"
 )
 
 const benchApp = "bbbbbbbb-0000-4000-8000-000000000001"

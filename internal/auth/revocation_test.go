@@ -9,9 +9,9 @@ import (
 
 	"github.com/offpath/offpath/internal/auth"
 	"github.com/offpath/offpath/internal/entra"
-	"github.com/offpath/offpath/internal/entra/entratest"
 	"github.com/offpath/offpath/internal/tablestore"
 	"github.com/offpath/offpath/internal/tenant"
+	"github.com/offpath/offpath/internal/testing/entratest"
 )
 
 // TestAuthenticate_RevocationReachesEveryInstance: a change made through

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/batch"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 )
 
 // TestAlerts_LingeringConditions: a job held past its threshold, a batch

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/batch"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/tablestore"
 	"github.com/offpath/offpath/internal/webhook"
 )

@@ -16,8 +16,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
-	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/batch"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 )
 
 // BenchmarkSubmit takes a corpus of 10,000 and of 100,000 lines (about

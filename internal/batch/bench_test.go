@@ -17,10 +17,10 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
-	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/batchapi"
 	"github.com/offpath/offpath/internal/batchfile"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 )
 
 const benchMaxPeakRSSMB = 100

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/audit"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/batchapi"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/tablestore"
 )
 

@@ -14,11 +14,11 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 
-	"github.com/offpath/offpath/internal/aoaisim"
-	"github.com/offpath/offpath/internal/apptest"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/testing/apptest"
 )
 
 const (

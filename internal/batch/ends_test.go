@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/batchapi"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/tenant"
 )
 

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/batchapi"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 )
 
 // TestAdmission_FairAcrossTenants: the deployment's quota takes one job at

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/batch"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 )
 
 // TestLifecycle_CompletedWithRefusals: a job of 20 items, two of which the

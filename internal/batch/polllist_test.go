@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/batchapi"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 )
 
 // submitted submits n one-part jobs and runs the tick that creates their

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/batchapi"
 	"github.com/offpath/offpath/internal/batchfile"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 )
 
 // peakSampler records the largest heap in use and resident set seen every

@@ -13,8 +13,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/batchapi"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/outcome"
 )
 

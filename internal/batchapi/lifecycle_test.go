@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/batchapi"
 	"github.com/offpath/offpath/internal/batchfile"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/outcome"
-	"github.com/offpath/offpath/internal/poll"
+	"github.com/offpath/offpath/internal/testing/poll"
 )
 
 // TestLifecycle runs a job end to end on every surface and credential:

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/batchapi"
 	"github.com/offpath/offpath/internal/batchfile"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 )
 
 // bigInput writes an input part of about size bytes (lines of ~1.5 KB).

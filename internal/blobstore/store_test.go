@@ -15,8 +15,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
-	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/blobstore"
+	"github.com/offpath/offpath/internal/local/azurite"
 )
 
 var shared azurite.Shared

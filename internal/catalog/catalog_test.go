@@ -23,7 +23,7 @@ func TestParse_ShippedFile(t *testing.T) {
 	if got := strings.Join(c.Names(), ","); got != "embed,extract,ingest,summarize" {
 		t.Errorf("Names() = %s", got)
 	}
-	// The simulator's default deployments (internal/aoaisim DefaultDeployments)
+	// The simulator's default deployments (internal/local/aoaisim DefaultDeployments)
 	// are the ones make run serves, so the shipped catalog names them.
 	want := map[string]catalog.Path{"gpt-4o-mini": catalog.Queue, "text-embedding-3-small": catalog.Queue, "gpt-4o-mini-batch": catalog.Batch}
 	got := c.Deployments()

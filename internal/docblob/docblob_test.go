@@ -11,8 +11,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 
-	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/docblob"
+	"github.com/offpath/offpath/internal/local/azurite"
 )
 
 func newStore(t *testing.T, blockSize int) (*docblob.Store, *azblob.Client) {

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/entra"
-	"github.com/offpath/offpath/internal/entra/entratest"
+	"github.com/offpath/offpath/internal/testing/entratest"
 )
 
 // clock is a settable test clock.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/entra"
-	"github.com/offpath/offpath/internal/entra/entratest"
+	"github.com/offpath/offpath/internal/testing/entratest"
 )
 
 const app = "0b5e2a3c-1111-2222-3333-444455556666"

@@ -15,12 +15,12 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
-	"github.com/offpath/offpath/internal/aoaisim"
-	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/claimcheck"
 	"github.com/offpath/offpath/internal/docblob"
 	"github.com/offpath/offpath/internal/document"
 	"github.com/offpath/offpath/internal/ingest"
+	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/local/azurite"
 	"github.com/offpath/offpath/internal/tablestore"
 	"github.com/offpath/offpath/internal/tenant"
 )

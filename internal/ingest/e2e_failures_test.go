@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/document"
 	"github.com/offpath/offpath/internal/ledger"
-	"github.com/offpath/offpath/internal/poll"
+	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/testing/poll"
 )
 
 // TestE2E_InfrastructureFailures: with every model call failing, a

@@ -22,17 +22,17 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/auth"
-	"github.com/offpath/offpath/internal/azurite"
-	"github.com/offpath/offpath/internal/devhost"
 	"github.com/offpath/offpath/internal/docblob"
 	"github.com/offpath/offpath/internal/document"
 	"github.com/offpath/offpath/internal/ledger"
-	"github.com/offpath/offpath/internal/poll"
-	"github.com/offpath/offpath/internal/sbemu"
+	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/local/azurite"
+	"github.com/offpath/offpath/internal/local/devhost"
+	"github.com/offpath/offpath/internal/local/sbemu"
 	"github.com/offpath/offpath/internal/tablestore"
 	"github.com/offpath/offpath/internal/tenant"
+	"github.com/offpath/offpath/internal/testing/poll"
 	"github.com/offpath/offpath/internal/tokenmetrics"
 )
 
@@ -73,8 +73,8 @@ func (b *build) get(t *testing.T, pkg string) string {
 	return b.path
 }
 
-// handlerBinary is ./handler; cliBinary the operator CLI.
-func handlerBinary(t *testing.T) string { return handlerBuild.get(t, "./handler") }
+// handlerBinary is ./cmd/handler; cliBinary the operator CLI.
+func handlerBinary(t *testing.T) string { return handlerBuild.get(t, "./cmd/handler") }
 func cliBinary(t *testing.T) string     { return cliBuild.get(t, "./cmd/offpath") }
 
 // offpath runs an operator CLI command against the stack's API, as the

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/document"
-	"github.com/offpath/offpath/internal/sbemu"
+	"github.com/offpath/offpath/internal/local/sbemu"
 )
 
 // TestE2E_HostileInput: uploads and messages that can never succeed are

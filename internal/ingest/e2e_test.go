@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/document"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 )
 
 // TestE2E_DocumentToIngested: a document dropped into incoming/acme/ is

@@ -16,7 +16,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/claimcheck"
 	"github.com/offpath/offpath/internal/docblob"
@@ -24,6 +23,7 @@ import (
 	"github.com/offpath/offpath/internal/ingest"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/llm"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/tenant"
 )
 

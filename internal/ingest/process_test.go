@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/document"
 	"github.com/offpath/offpath/internal/ingest"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/llm"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/outcome"
 )
 

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/ingest"
 	"github.com/offpath/offpath/internal/llm"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/outcome"
 	"github.com/offpath/offpath/internal/ratelimit"
-	"github.com/offpath/offpath/internal/ratelimit/ratelimittest"
+	"github.com/offpath/offpath/internal/testing/ratelimittest"
 )
 
 // The quota scenario: a backlog of 2 KB documents processed by 16

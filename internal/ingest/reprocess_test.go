@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/document"
 	"github.com/offpath/offpath/internal/ingest"
 	"github.com/offpath/offpath/internal/llm"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 )
 
 // TestReprocess: a dead-lettered document is written again as a new

@@ -19,11 +19,11 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/claimcheck"
 	"github.com/offpath/offpath/internal/docblob"
 	"github.com/offpath/offpath/internal/ingest"
 	"github.com/offpath/offpath/internal/invoke"
+	"github.com/offpath/offpath/internal/local/azurite"
 	"github.com/offpath/offpath/internal/tenant"
 )
 

@@ -18,12 +18,12 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/aoaisim"
-	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/llm"
+	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/local/azurite"
 	"github.com/offpath/offpath/internal/ratelimit"
-	"github.com/offpath/offpath/internal/ratelimit/ratelimittest"
 	"github.com/offpath/offpath/internal/tablestore"
+	"github.com/offpath/offpath/internal/testing/ratelimittest"
 )
 
 // The fleet scenario: instances of the queue path's model client, each

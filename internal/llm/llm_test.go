@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/llm"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/outcome"
 	"github.com/offpath/offpath/internal/tokens"
 )

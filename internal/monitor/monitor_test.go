@@ -13,7 +13,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/aoaisim"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/monitor"
 )
 

@@ -21,8 +21,8 @@ import (
 
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/tenant"
+	"github.com/offpath/offpath/internal/testing/ticketstest"
 	"github.com/offpath/offpath/internal/tickets"
-	"github.com/offpath/offpath/internal/tickets/ticketstest"
 )
 
 // The benchmark day, the same as package tickets' BenchmarkCollect: 40

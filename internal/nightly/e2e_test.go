@@ -10,14 +10,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offpath/offpath/internal/aoaisim"
-	"github.com/offpath/offpath/internal/apptest"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/nightly"
-	"github.com/offpath/offpath/internal/poll"
 	"github.com/offpath/offpath/internal/report"
+	"github.com/offpath/offpath/internal/testing/apptest"
+	"github.com/offpath/offpath/internal/testing/poll"
 )
 
 // startApp runs the whole app with a support tenant, the simulator's batch

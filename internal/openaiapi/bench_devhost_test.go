@@ -9,9 +9,9 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/offpath/offpath/internal/apptest"
 	"github.com/offpath/offpath/internal/blobstore"
-	"github.com/offpath/offpath/internal/devhost"
+	"github.com/offpath/offpath/internal/local/devhost"
+	"github.com/offpath/offpath/internal/testing/apptest"
 )
 
 // BenchmarkUpload150MBHandler streams a 150 MB batch input, with its

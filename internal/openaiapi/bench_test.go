@@ -17,10 +17,10 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
 	"github.com/offpath/offpath/internal/auth"
-	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/catalog"
+	"github.com/offpath/offpath/internal/local/azurite"
 	"github.com/offpath/offpath/internal/tenant"
 )
 

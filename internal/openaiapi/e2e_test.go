@@ -13,8 +13,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/offpath/offpath/internal/aoaisim"
-	"github.com/offpath/offpath/internal/apptest"
+	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/testing/apptest"
 )
 
 // fastStack runs the app with a simulator fast enough that a 1,000-line

@@ -7,8 +7,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
-	"github.com/offpath/offpath/internal/aoaisim"
-	"github.com/offpath/offpath/internal/apptest"
+	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/testing/apptest"
 )
 
 // slowStack runs the app with a simulator slow enough to act on a batch

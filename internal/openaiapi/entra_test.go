@@ -9,9 +9,9 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/offpath/offpath/internal/aoaisim"
-	"github.com/offpath/offpath/internal/apptest"
-	"github.com/offpath/offpath/internal/entra/entratest"
+	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/testing/apptest"
+	"github.com/offpath/offpath/internal/testing/entratest"
 )
 
 // TestOpenAIGo_EntraToken: an application that authenticates with an

@@ -19,9 +19,9 @@ import (
 	"github.com/openai/openai-go/v3/azure"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/offpath/offpath/internal/apptest"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/testing/apptest"
 )
 
 func TestMain(m *testing.M) {

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/offpath/offpath/internal/apptest"
+	"github.com/offpath/offpath/internal/testing/apptest"
 )
 
 // TestNodeOpenAI runs testdata/door.mjs, the official Node openai package

@@ -3,7 +3,7 @@ package ratelimit_test
 import (
 	"time"
 
-	"github.com/offpath/offpath/internal/ratelimit/ratelimittest"
+	"github.com/offpath/offpath/internal/testing/ratelimittest"
 )
 
 // fakeClock is the tests' manual clock.

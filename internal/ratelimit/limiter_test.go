@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/outcome"
-	"github.com/offpath/offpath/internal/poll"
 	"github.com/offpath/offpath/internal/ratelimit"
+	"github.com/offpath/offpath/internal/testing/poll"
 )
 
 func newLimiter(t *testing.T, limits ratelimit.Limits, burst time.Duration) (*ratelimit.Limiter, *fakeClock) {

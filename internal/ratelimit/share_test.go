@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offpath/offpath/internal/poll"
 	"github.com/offpath/offpath/internal/ratelimit"
+	"github.com/offpath/offpath/internal/testing/poll"
 )
 
 // admit charges tokens, failing the test if it waits (the manual clock

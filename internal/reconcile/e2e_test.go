@@ -13,13 +13,13 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/offpath/offpath/internal/alert"
-	"github.com/offpath/offpath/internal/aoaisim"
-	"github.com/offpath/offpath/internal/apptest"
-	"github.com/offpath/offpath/internal/devhost"
 	"github.com/offpath/offpath/internal/ledger"
-	"github.com/offpath/offpath/internal/poll"
+	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/local/devhost"
 	"github.com/offpath/offpath/internal/reconcile"
 	"github.com/offpath/offpath/internal/tablestore"
+	"github.com/offpath/offpath/internal/testing/apptest"
+	"github.com/offpath/offpath/internal/testing/poll"
 )
 
 // TestE2E_Reconcile runs the reconcile timer of the real handler behind

@@ -10,8 +10,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
-	"github.com/offpath/offpath/internal/aoaisim"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/reconcile"
 )
 

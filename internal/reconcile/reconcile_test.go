@@ -16,15 +16,15 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/alert/alerttest"
-	"github.com/offpath/offpath/internal/aoaisim"
-	"github.com/offpath/offpath/internal/apptest"
-	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/local/azurite"
 	"github.com/offpath/offpath/internal/monitor"
 	"github.com/offpath/offpath/internal/reconcile"
 	"github.com/offpath/offpath/internal/tablestore"
 	"github.com/offpath/offpath/internal/tenant"
+	"github.com/offpath/offpath/internal/testing/alerttest"
+	"github.com/offpath/offpath/internal/testing/apptest"
 )
 
 var shared azurite.Shared

@@ -13,10 +13,10 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/poll"
 	"github.com/offpath/offpath/internal/ratelimit"
-	"github.com/offpath/offpath/internal/ratelimit/ratelimittest"
 	"github.com/offpath/offpath/internal/tablestore"
+	"github.com/offpath/offpath/internal/testing/poll"
+	"github.com/offpath/offpath/internal/testing/ratelimittest"
 )
 
 const leaseDeployment = "gpt-4o-mini"

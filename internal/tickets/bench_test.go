@@ -13,8 +13,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
+	"github.com/offpath/offpath/internal/testing/ticketstest"
 	"github.com/offpath/offpath/internal/tickets"
-	"github.com/offpath/offpath/internal/tickets/ticketstest"
 )
 
 // The benchmark day: 40 JSONL exports of 1,000 tickets (about 4 MB each,

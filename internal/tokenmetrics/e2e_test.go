@@ -15,12 +15,12 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 
-	"github.com/offpath/offpath/internal/aoaisim"
-	"github.com/offpath/offpath/internal/apptest"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/claimcheck"
-	"github.com/offpath/offpath/internal/devhost"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/local/devhost"
+	"github.com/offpath/offpath/internal/testing/apptest"
 )
 
 // TestE2E_WorkerMetrics runs the real handler as the AKS workers run it: a

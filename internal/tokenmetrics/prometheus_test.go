@@ -19,8 +19,8 @@ import (
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/outcome"
-	"github.com/offpath/offpath/internal/poll"
 	"github.com/offpath/offpath/internal/tablestore"
+	"github.com/offpath/offpath/internal/testing/poll"
 	"github.com/offpath/offpath/internal/tokenmetrics"
 )
 

@@ -17,9 +17,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/apptest"
-	"github.com/offpath/offpath/internal/azurite"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/local/azurite"
+	"github.com/offpath/offpath/internal/testing/apptest"
 	"github.com/offpath/offpath/internal/tokenmetrics"
 )
 

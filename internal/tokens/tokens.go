@@ -3,7 +3,7 @@
 // makes before running the model, and offpath must predict that charge on the
 // client side (to pace requests) and size chunks for embedding models without
 // a tokenizer for every model family. So every part of the queue path counts
-// tokens the same way, the way internal/aoaisim counts them:
+// tokens the same way, the way internal/local/aoaisim counts them:
 //
 //   - text:    ceil(UTF-8 bytes / 4)
 //   - message: 4 + text tokens of its content

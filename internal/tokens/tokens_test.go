@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/offpath/offpath/internal/aoaisim"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/tokens"
 )
 
