@@ -22,8 +22,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/local/devhost"
@@ -80,20 +78,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		conn = "UseDevelopmentStorage=true"
 	}
 	conn = tablestore.ExpandDevelopmentStorage(conn)
-	blobs, err := azblob.NewClientFromConnectionString(conn, nil)
-	if err != nil {
-		return fmt.Errorf("blob client: %w", err)
-	}
-	queues, err := azqueue.NewServiceClientFromConnectionString(conn, nil)
-	if err != nil {
-		return fmt.Errorf("queue client: %w", err)
-	}
-	broker, err := sbemu.New(queues, blobs, sbemu.Options{LockDuration: *lock, MaxDeliveryCount: *maxDelivery, Logger: logger})
-	if err != nil {
-		return fmt.Errorf("service bus stand-in: %w", err)
-	}
 	host, err := devhost.New(devhost.Options{
-		App: app, Blobs: blobs, Queues: queues, Broker: broker,
+		App: app, Storage: conn, ServiceBus: sbemu.Options{LockDuration: *lock, MaxDeliveryCount: *maxDelivery},
 		HTTPAddr: *addr, BlobPollInterval: *blobPoll, HandlerOutput: stdout,
 	}, logger)
 	if err != nil {

@@ -22,13 +22,11 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/local/azurite"
 	"github.com/offpath/offpath/internal/local/devhost"
-	"github.com/offpath/offpath/internal/local/sbemu"
 )
 
 func main() {
@@ -177,15 +175,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("blob client: %w", err)
 	}
-	queues, err := azqueue.NewServiceClientFromConnectionString(az.ConnectionString(), nil)
-	if err != nil {
-		return fmt.Errorf("queue client: %w", err)
-	}
-	broker, err := sbemu.New(queues, blobs, sbemu.Options{Logger: log})
-	if err != nil {
-		return fmt.Errorf("service bus stand-in: %w", err)
-	}
-	host, err := devhost.New(devhost.Options{App: app, Blobs: blobs, Queues: queues, Broker: broker, Listener: ln, HandlerOutput: handlerLog}, log)
+	host, err := devhost.New(devhost.Options{App: app, Storage: az.ConnectionString(), Listener: ln, HandlerOutput: handlerLog}, log)
 	if err != nil {
 		return err
 	}

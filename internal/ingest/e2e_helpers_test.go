@@ -1,10 +1,8 @@
 package ingest_test
 
 import (
-	"bytes"
+	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,74 +12,63 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
-	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/auth"
 	"github.com/offpath/offpath/internal/docblob"
 	"github.com/offpath/offpath/internal/document"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/local/aoaisim"
-	"github.com/offpath/offpath/internal/local/azurite"
-	"github.com/offpath/offpath/internal/local/devhost"
 	"github.com/offpath/offpath/internal/local/sbemu"
 	"github.com/offpath/offpath/internal/tablestore"
 	"github.com/offpath/offpath/internal/tenant"
+	"github.com/offpath/offpath/internal/testing/apptest"
 	"github.com/offpath/offpath/internal/testing/poll"
 	"github.com/offpath/offpath/internal/tokenmetrics"
 )
 
 // The end-to-end tests run the real handler binary with the repository's
-// host.json, models.json and ingest function folders, under the dev host,
-// against a private Azurite and an in-process simulator: a document is
-// uploaded to incoming/ and followed through the blob trigger, Service Bus
-// (the dev host's stand-in, with DeliveryCount and dead-lettering) and the
-// process function to ingested/, the ledger and its status.
+// app folder under the dev host (package apptest), against a private
+// Azurite and the simulator: a document is uploaded to incoming/ and
+// followed through the blob trigger, Service Bus (the dev host's stand-in,
+// with DeliveryCount and dead-lettering) and the process function to
+// ingested/, the ledger and its status.
 
-// build is one binary of the repository, built once per test binary.
-type build struct {
+var cliBuild struct {
 	once sync.Once
 	path string
 	err  error
 }
 
-var handlerBuild, cliBuild build
-
-func (b *build) get(t *testing.T, pkg string) string {
+// cliBinary is the operator CLI, built once per test binary.
+func cliBinary(t *testing.T) string {
 	t.Helper()
-	b.once.Do(func() {
+	cliBuild.once.Do(func() {
 		dir, err := os.MkdirTemp("", "ingest-e2e-")
 		if err != nil {
-			b.err = err
+			cliBuild.err = err
 			return
 		}
-		b.path = filepath.Join(dir, filepath.Base(pkg))
-		cmd := exec.Command("go", "build", "-o", b.path, pkg)
+		cliBuild.path = filepath.Join(dir, "offpath")
+		cmd := exec.Command("go", "build", "-o", cliBuild.path, "./cmd/offpath")
 		cmd.Dir = "../.."
 		if out, err := cmd.CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+			cliBuild.err = fmt.Errorf("go build ./cmd/offpath: %v\n%s", err, out)
 		}
 	})
-	if b.err != nil {
-		t.Fatal(b.err)
+	if cliBuild.err != nil {
+		t.Fatal(cliBuild.err)
 	}
-	return b.path
+	return cliBuild.path
 }
-
-// handlerBinary is ./cmd/handler; cliBinary the operator CLI.
-func handlerBinary(t *testing.T) string { return handlerBuild.get(t, "./cmd/handler") }
-func cliBinary(t *testing.T) string     { return cliBuild.get(t, "./cmd/offpath") }
 
 // offpath runs an operator CLI command against the stack's API, as the
 // operator (the admin key). Flags after the command's arguments are its own.
 func (s *stack) offpath(args ...string) (string, error) {
 	s.t.Helper()
-	cmd := exec.Command(cliBinary(s.t), append(args, "-url", s.host.URL(), "-function-key", "fkey", "-key", s.adminKey)...)
+	cmd := exec.Command(cliBinary(s.t), append(args, "-url", s.app.URL, "-function-key", apptest.FunctionKey, "-key", s.app.AdminKey)...)
 	cmd.Env = append(os.Environ(), "OFFPATH_API_KEY=", "OFFPATH_ADMIN_KEY=", "OFFPATH_URL=")
 	out, err := cmd.CombinedOutput()
 	return string(out), err
@@ -95,193 +82,68 @@ type stackOptions struct {
 	lockDuration    time.Duration // default 5 s
 }
 
+// stack is the whole app (package apptest) with the queue path's tenants:
+// acme (active, alias ingest) and sleepy (suspended).
 type stack struct {
 	t       *testing.T
-	az      *azurite.Azurite
+	app     *apptest.Stack
 	blobs   *azblob.Client
 	broker  *sbemu.Broker
 	sim     *aoaisim.Server
-	tenants *tablestore.Tenants
 	docs    *tablestore.Documents
 	ledger  *tablestore.Ledger
 	results *docblob.Store
-	host    *devhost.Host
-	appDir  string
-	out     *syncFile
-	// adminKey is the API's admin key.
-	adminKey string
+	out     interface{ String() string }
 }
 
-// syncFile collects the handler's output for a failing test.
-type syncFile struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
+// output is what the handler and the dev host printed so far.
+type output struct{ app *apptest.Stack }
 
-func (f *syncFile) Write(p []byte) (int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.buf.Write(p)
-}
-
-func (f *syncFile) String() string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.buf.String()
-}
+func (o output) String() string { return o.app.Output() }
 
 func newStack(t *testing.T, o stackOptions) *stack {
 	t.Helper()
-	bin := handlerBinary(t)
-	s := &stack{t: t, az: azurite.Start(t), out: &syncFile{}}
 	ctx := context.Background()
-
 	simCfg := aoaisim.Config{Deployments: testDeployments(16), DisableRateLimits: true}
 	if o.sim != nil {
 		o.sim(&simCfg)
 	}
-	sim, err := aoaisim.New(simCfg, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	simURL, err := sim.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sim.Close() })
-	s.sim = sim
-
-	// The app folder: the repository's host.json (function timeout
-	// shortened), models.json and ingest functions, and the handler.
-	s.appDir = t.TempDir()
-	host, err := os.ReadFile("../../host.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	timeout := o.functionTimeout
-	if timeout == "" {
-		timeout = "00:01:00"
-	}
-	host = regexp.MustCompile(`"functionTimeout":\s*"[^"]*"`).ReplaceAll(host, []byte(`"functionTimeout": "`+timeout+`"`))
-	write(t, filepath.Join(s.appDir, "host.json"), host)
-	models, err := os.ReadFile("../../models.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, filepath.Join(s.appDir, "models.json"), models)
-	for _, fn := range []string{"ingest-enqueue", "ingest-process", "ingest-process-heavy", "api"} {
-		b, err := os.ReadFile(filepath.Join("../../functions", fn, "function.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		write(t, filepath.Join(s.appDir, fn, "function.json"), b)
-	}
-	if err := os.Link(bin, filepath.Join(s.appDir, "handler")); err != nil {
-		t.Fatal(err)
-	}
-	maxDelivery := o.maxDelivery
-	if maxDelivery == 0 {
-		maxDelivery = 10
-	}
-	adminKey, adminDigest, err := auth.NewAdminKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.adminKey = adminKey
-	values := map[string]string{
+	maxDelivery := cmp.Or(o.maxDelivery, 10)
+	timeout := cmp.Or(o.functionTimeout, "00:01:00")
+	settings := map[string]string{
 		// The handler knows the queue's MaxDeliveryCount, as the infra tells it.
-		"OFFPATH_INGEST_MAX_DELIVERY_COUNT": strconv.Itoa(maxDelivery), "OFFPATH_ADMIN_KEY_SHA256": adminDigest,
-		"FUNCTIONS_WORKER_RUNTIME": "custom", "AzureWebJobsStorage": s.az.ConnectionString(),
-		"OFFPATH_AOAI_ENDPOINT": simURL, "OFFPATH_AOAI_API_KEY": aoaisim.DefaultKey,
-		"OFFPATH_AOAI_BASE_BACKOFF": "20ms", "OFFPATH_AOAI_MAX_BACKOFF": "200ms",
-		"OFFPATH_LOG_LEVEL": "info", "DEVHOST_FUNCTION_KEY": "fkey", "DEVHOST_MASTER_KEY": "mkey",
-		"OFFPATH_TOKEN_METRICS_FILE": filepath.Join(s.appDir, "metrics.jsonl"),
+		"OFFPATH_INGEST_MAX_DELIVERY_COUNT": strconv.Itoa(maxDelivery),
+		"OFFPATH_AOAI_BASE_BACKOFF":         "20ms", "OFFPATH_AOAI_MAX_BACKOFF": "200ms",
+		"OFFPATH_LOG_LEVEL":           "info",
+		"OFFPATH_BATCH_POLL_SCHEDULE": apptest.NeverSchedule,
+		"OFFPATH_TOKEN_METRICS_FILE":  filepath.Join(t.TempDir(), "metrics.jsonl"),
 	}
 	for k, v := range o.settings {
-		values[k] = v
+		settings[k] = v
 	}
-	settings, _ := json.Marshal(map[string]any{"IsEncrypted": false, "Values": values})
-	write(t, filepath.Join(s.appDir, "local.settings.json"), settings)
-
-	if s.blobs, err = azblob.NewClientFromConnectionString(s.az.ConnectionString(), nil); err != nil {
-		t.Fatal(err)
-	}
-	queues, err := azqueue.NewServiceClientFromConnectionString(s.az.ConnectionString(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lock := o.lockDuration
-	if lock == 0 {
-		lock = 5 * time.Second
-	}
-	if s.broker, err = sbemu.New(queues, s.blobs, sbemu.Options{LockDuration: lock, MaxDeliveryCount: maxDelivery}); err != nil {
-		t.Fatal(err)
-	}
-	svc, err := tablestore.NewServiceClient(tablestore.Connection{ConnectionString: s.az.ConnectionString()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.tenants = tablestore.NewTenants(svc, "")
-	s.docs = tablestore.NewDocuments(svc, "", nil)
-	s.ledger = tablestore.NewLedger(svc, tablestore.LedgerOptions{})
-	s.results = docblob.New(s.blobs, "incoming", "ingested", 0)
-	for _, tn := range []struct {
-		id    string
-		state tenant.State
-	}{{"acme", tenant.Active}, {"sleepy", tenant.Suspended}} {
-		tt := tenant.New(tn.id, tn.id, time.Now())
-		tt.Aliases, tt.State = []string{"ingest"}, tn.state
-		if err := s.tenants.Create(ctx, tt); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := s.blobs.CreateContainer(ctx, "incoming", nil); err != nil {
-		t.Fatal(err)
-	}
-
-	app, err := devhost.LoadApp(s.appDir, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.host, err = devhost.New(devhost.Options{App: app, Blobs: s.blobs, Queues: queues, Broker: s.broker,
-		HTTPAddr: "127.0.0.1:0", BlobPollInterval: 100 * time.Millisecond, HandlerOutput: s.out,
-		HostID: "e2e" + strconv.FormatInt(time.Now().UnixNano(), 36)}, zerolog.New(s.out).Level(zerolog.WarnLevel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.host.Run(runCtx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(40 * time.Second):
-			t.Error("the dev host did not stop")
-		}
-		if t.Failed() || testing.Verbose() && os.Getenv("E2E_LOGS") != "" {
-			t.Logf("handler and dev host output:\n%s", tail(s.out.String(), 60))
-		}
+	app := apptest.Start(t, apptest.Config{
+		Sim: simCfg, Settings: settings,
+		Tenants:    map[string][]string{"acme": {"ingest"}, "sleepy": {"ingest"}},
+		ServiceBus: sbemu.Options{LockDuration: cmp.Or(o.lockDuration, 5*time.Second), MaxDeliveryCount: maxDelivery},
+		HostJSON: func(b []byte) []byte {
+			return regexp.MustCompile(`"functionTimeout":\s*"[^"]*"`).ReplaceAll(b, []byte(`"functionTimeout": "`+timeout+`"`))
+		},
 	})
-	return s
-}
-
-func write(t *testing.T, path string, b []byte) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if _, err := app.Tenants.Update(ctx, "sleepy", func(tn *tenant.Tenant) error {
+		tn.State = tenant.Suspended
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	if _, err := app.Blobs.CreateContainer(ctx, "incoming", nil); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
+	return &stack{t: t, app: app, blobs: app.Blobs, broker: app.Broker, sim: app.Sim,
+		docs:    tablestore.NewDocuments(app.Tables, "", nil),
+		ledger:  app.Ledger,
+		results: docblob.New(app.Blobs, "incoming", "ingested", 0),
+		out:     output{app},
 	}
-	return strings.Join(lines, "\n")
 }
 
 // upload drops a document into incoming/ and returns its ETag, or an
@@ -358,31 +220,16 @@ func (s *stack) deadLettered(queue string) int {
 // the dev host notices and starts another.
 func (s *stack) killHandler() {
 	s.t.Helper()
-	exe := filepath.Join(s.appDir, "handler")
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		s.t.Skip("needs /proc to find the handler")
+	if err := s.app.KillHandler(); err != nil {
+		s.t.Fatal(err)
 	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if target, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && target == exe {
-			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-				s.t.Fatal(err)
-			}
-			return
-		}
-	}
-	s.t.Fatal("no handler process found")
 }
 
 // streamed sums the handler's token metrics stream per deployment (prompt,
 // completion), as the shipped query sums Application Insights' copy.
 func (s *stack) streamed(tenantID string) map[string][2]int64 {
 	s.t.Helper()
-	f, err := os.Open(filepath.Join(s.appDir, "metrics.jsonl"))
+	f, err := os.Open(s.app.Settings["OFFPATH_TOKEN_METRICS_FILE"])
 	if errors.Is(err, os.ErrNotExist) {
 		return map[string][2]int64{}
 	}

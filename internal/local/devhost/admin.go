@@ -111,7 +111,7 @@ func (h *Host) serveDevhost(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		m := sbemu.Message{Body: body, ContentType: r.Header.Get("Content-Type"), CorrelationID: r.Header.Get("X-Correlation-Id")}
-		switch err := h.opts.Broker.Send(r.Context(), queue, m); {
+		switch err := h.opts.broker.Send(r.Context(), queue, m); {
 		case errors.Is(err, sbemu.ErrTooLarge):
 			http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
 		case errors.Is(err, sbemu.ErrInvalidQueueName), errors.Is(err, sbemu.ErrInvalidMessage):
@@ -122,12 +122,12 @@ func (h *Host) serveDevhost(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusCreated)
 		}
 	case http.MethodGet:
-		active, dead, err := h.opts.Broker.Count(r.Context(), queue)
+		active, dead, err := h.opts.broker.Count(r.Context(), queue)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		letters, err := h.opts.Broker.DeadLetters(r.Context(), queue, 32)
+		letters, err := h.opts.broker.DeadLetters(r.Context(), queue, 32)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return

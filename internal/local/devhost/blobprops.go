@@ -122,7 +122,7 @@ var errBlobGone = fmt.Errorf("blob no longer exists")
 // blobProperties calls Get Blob Properties, as the extension does when it
 // binds a trigger.
 func (h *Host) blobProperties(ctx context.Context, container, name string) (blobState, error) {
-	p, err := h.opts.Blobs.ServiceClient().NewContainerClient(container).NewBlobClient(name).GetProperties(ctx, nil)
+	p, err := h.opts.blobs.ServiceClient().NewContainerClient(container).NewBlobClient(name).GetProperties(ctx, nil)
 	if bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
 		return blobState{}, errBlobGone
 	}

@@ -70,7 +70,7 @@ func (h *Host) blobEnvelope(ctx context.Context, fn *Function, container, name s
 	inv := blobInvocation{
 		function: fn.Name, trigger: fn.Trigger(), extension: h.app.StorageExtension, deferred: h.deferred(fn),
 		container: container, name: name, tokens: tokens, state: st,
-		url: h.opts.Blobs.ServiceClient().NewContainerClient(container).URL() + "/" + escapePath(name),
+		url: h.opts.blobs.ServiceClient().NewContainerClient(container).URL() + "/" + escapePath(name),
 	}
 	if !inv.deferred {
 		var err error
@@ -129,7 +129,7 @@ func (b blobInvocation) envelope(now time.Time) envelope {
 }
 
 func (h *Host) download(ctx context.Context, container, name string) ([]byte, error) {
-	res, err := h.opts.Blobs.DownloadStream(ctx, container, name, nil)
+	res, err := h.opts.blobs.DownloadStream(ctx, container, name, nil)
 	if err != nil {
 		return nil, fmt.Errorf("read blob %s/%s: %w", container, name, err)
 	}

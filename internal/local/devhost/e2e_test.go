@@ -137,7 +137,7 @@ func (a *testApp) records(t *testing.T, function string) []record {
 type stack struct {
 	az     *azurite.Azurite
 	blobs  *azblob.Client
-	queues *azqueue.ServiceClient
+	bus    sbemu.Options
 	broker *sbemu.Broker
 	// readTimeout is the hosts' RequestReadTimeout (zero: the default).
 	readTimeout time.Duration
@@ -153,11 +153,14 @@ func newStack(t *testing.T, az *azurite.Azurite, maxDelivery int) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	broker, err := sbemu.New(queues, blobs, sbemu.Options{LockDuration: 2 * time.Second, MaxDeliveryCount: maxDelivery})
+	bus := sbemu.Options{LockDuration: 2 * time.Second, MaxDeliveryCount: maxDelivery}
+	// The test's own client of the Service Bus stand-in, as a sender in
+	// another process would be: the stand-in keeps its state in storage.
+	broker, err := sbemu.New(queues, blobs, bus)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &stack{az: az, blobs: blobs, queues: queues, broker: broker}
+	return &stack{az: az, blobs: blobs, bus: bus, broker: broker}
 }
 
 // run starts a dev host for app and returns it with a stop function that
@@ -169,7 +172,7 @@ func (s *stack) run(t *testing.T, a *testApp) (*devhost.Host, func()) {
 		t.Fatalf("LoadApp: %v", err)
 	}
 	h, err := devhost.New(devhost.Options{
-		App: app, Blobs: s.blobs, Queues: s.queues, Broker: s.broker,
+		App: app, Storage: s.az.ConnectionString(), ServiceBus: s.bus,
 		HTTPAddr: "127.0.0.1:0", BlobPollInterval: 100 * time.Millisecond, HostID: "h" + strconv.FormatInt(time.Now().UnixNano(), 36),
 		RequestReadTimeout: s.readTimeout,
 	}, zerolog.New(zerolog.NewTestWriter(t)))

@@ -23,10 +23,15 @@ import (
 
 // Options are the dev host's dependencies and knobs.
 type Options struct {
-	App    *App
-	Blobs  *azblob.Client
-	Queues *azqueue.ServiceClient
-	Broker *sbemu.Broker
+	App *App
+	// Storage is the connection string of the storage account the host
+	// runs on (Azurite): blob triggers, queue outputs, timer status and the
+	// Service Bus stand-in's queues all live there. The host builds its own
+	// clients and stand-in from it (Blobs and Broker return them).
+	Storage string
+	// ServiceBus configures the Service Bus stand-in: lock duration, max
+	// delivery count (its Logger is ignored: the host's logger is used).
+	ServiceBus sbemu.Options
 	// HTTPAddr is where HTTP functions are served; default 127.0.0.1 and
 	// local.settings.json's Host.LocalHttpPort (7071).
 	HTTPAddr string
@@ -44,6 +49,10 @@ type Options struct {
 	// HandlerOutput receives the handler's stdout and stderr.
 	HandlerOutput io.Writer
 	Now           func() time.Time
+
+	blobs  *azblob.Client
+	queues *azqueue.ServiceClient
+	broker *sbemu.Broker
 }
 
 // DefaultRequestReadTimeout is how long a caller may take to send a whole
@@ -68,8 +77,20 @@ type Host struct {
 // New prepares a dev host and binds its HTTP address, so that callers know
 // where it listens before Run.
 func New(opts Options, logger zerolog.Logger) (*Host, error) {
-	if opts.App == nil || opts.Blobs == nil || opts.Queues == nil || opts.Broker == nil {
-		return nil, errors.New("devhost: App, Blobs, Queues and Broker are required")
+	if opts.App == nil || opts.Storage == "" {
+		return nil, errors.New("devhost: App and Storage are required")
+	}
+	var err error
+	if opts.blobs, err = azblob.NewClientFromConnectionString(opts.Storage, nil); err != nil {
+		return nil, fmt.Errorf("devhost: blob client: %w", err)
+	}
+	if opts.queues, err = azqueue.NewServiceClientFromConnectionString(opts.Storage, nil); err != nil {
+		return nil, fmt.Errorf("devhost: queue client: %w", err)
+	}
+	bus := opts.ServiceBus
+	bus.Logger = logger
+	if opts.broker, err = sbemu.New(opts.queues, opts.blobs, bus); err != nil {
+		return nil, fmt.Errorf("devhost: Service Bus stand-in: %w", err)
 	}
 	opts.HostID = cmp.Or(opts.HostID, "devhost")
 	opts.BlobPollInterval = cmp.Or(opts.BlobPollInterval, 2*time.Second)
@@ -97,7 +118,7 @@ func New(opts Options, logger zerolog.Logger) (*Host, error) {
 			timeout: opts.App.Host.FunctionTimeout,
 			logger:  logger,
 		},
-		blobs: blobwatch.New(opts.Blobs, opts.Queues, blobwatch.Options{
+		blobs: blobwatch.New(opts.blobs, opts.queues, blobwatch.Options{
 			HostID: opts.HostID, PollInterval: opts.BlobPollInterval,
 			MaxTries: opts.App.Host.PoisonBlobThreshold, Logger: logger,
 			Scanned: func(function string, s blobwatch.Stats, _ error) {
@@ -119,6 +140,12 @@ func New(opts Options, logger zerolog.Logger) (*Host, error) {
 	}
 	return h, nil
 }
+
+// Blobs is the host's client of its storage account's blobs.
+func (h *Host) Blobs() *azblob.Client { return h.opts.blobs }
+
+// Broker is the host's Service Bus stand-in.
+func (h *Host) Broker() *sbemu.Broker { return h.opts.broker }
 
 // URL is the base URL of the HTTP front (http://127.0.0.1:7071).
 func (h *Host) URL() string { return "http://" + h.ln.Addr().String() }

@@ -32,7 +32,7 @@ func (h *Host) deliver(ctx context.Context, fn *Function, r *reply, tokens map[s
 			for _, it := range outputItems(b, raw, true) {
 				// The id sbemu would generate, made here so the event can name it.
 				m := sbemu.Message{Body: it.messageBody(), MessageID: strings.ReplaceAll(newID(), "-", "")}
-				if err = h.opts.Broker.Send(ctx, b.QueueName, m); err != nil {
+				if err = h.opts.broker.Send(ctx, b.QueueName, m); err != nil {
 					break
 				}
 				h.recordSent(fn.Name, b.QueueName, m)
@@ -52,7 +52,7 @@ func (h *Host) deliver(ctx context.Context, fn *Function, r *reply, tokens map[s
 // enqueue writes storage-queue messages base64-encoded, the queue
 // extension's default messageEncoding.
 func (h *Host) enqueue(ctx context.Context, b Binding, items []outputItem) error {
-	q := h.opts.Queues.NewQueueClient(b.QueueName)
+	q := h.opts.queues.NewQueueClient(b.QueueName)
 	if _, err := q.Create(ctx, nil); err != nil && !queueerror.HasCode(err, queueerror.QueueAlreadyExists) {
 		return fmt.Errorf("create queue %q: %w", b.QueueName, err)
 	}
@@ -77,7 +77,7 @@ func (h *Host) writeBlob(ctx context.Context, b Binding, items []outputItem, tok
 		return fmt.Errorf("blob path %q has no blob name", path)
 	}
 	body := items[0].blobBody()
-	_, err = h.opts.Blobs.UploadBuffer(ctx, container, name, body, &blockblob.UploadBufferOptions{})
+	_, err = h.opts.blobs.UploadBuffer(ctx, container, name, body, &blockblob.UploadBufferOptions{})
 	if err != nil {
 		return fmt.Errorf("write blob %s: %w", path, err)
 	}

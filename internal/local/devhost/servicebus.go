@@ -13,7 +13,7 @@ import (
 // failure (the broker dead-letters after MaxDeliveryCount).
 func (h *Host) processQueue(ctx context.Context, fn *Function) error {
 	t := fn.Trigger()
-	return h.opts.Broker.Process(ctx, t.QueueName, sbemu.ProcessOptions{
+	return h.opts.broker.Process(ctx, t.QueueName, sbemu.ProcessOptions{
 		MaxConcurrentCalls: h.app.Host.MaxConcurrentCalls,
 		MaxAutoLockRenewal: h.app.Host.MaxAutoLockRenewal,
 		Settled: func(s sbemu.Settlement) {

@@ -128,7 +128,7 @@ func (t *timer) loadStatus(ctx context.Context) (scheduleStatus, error) {
 	if !t.useMonitor {
 		return s, nil
 	}
-	res, err := t.h.opts.Blobs.DownloadStream(ctx, hostsContainer, t.statusBlob(), nil)
+	res, err := t.h.opts.blobs.DownloadStream(ctx, hostsContainer, t.statusBlob(), nil)
 	if bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
 		return s, nil
 	}
@@ -151,12 +151,12 @@ func (t *timer) saveStatus(ctx context.Context, s scheduleStatus) error {
 		return nil
 	}
 	b := mustJSON(s)
-	_, err := t.h.opts.Blobs.UploadBuffer(ctx, hostsContainer, t.statusBlob(), b, nil)
+	_, err := t.h.opts.blobs.UploadBuffer(ctx, hostsContainer, t.statusBlob(), b, nil)
 	if bloberror.HasCode(err, bloberror.ContainerNotFound) {
-		if _, cerr := t.h.opts.Blobs.CreateContainer(ctx, hostsContainer, nil); cerr != nil && !bloberror.HasCode(cerr, bloberror.ContainerAlreadyExists) {
+		if _, cerr := t.h.opts.blobs.CreateContainer(ctx, hostsContainer, nil); cerr != nil && !bloberror.HasCode(cerr, bloberror.ContainerAlreadyExists) {
 			return fmt.Errorf("create %s: %w", hostsContainer, cerr)
 		}
-		_, err = t.h.opts.Blobs.UploadBuffer(ctx, hostsContainer, t.statusBlob(), b, nil)
+		_, err = t.h.opts.blobs.UploadBuffer(ctx, hostsContainer, t.statusBlob(), b, nil)
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("write timer status: %w", err)

@@ -18,7 +18,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/auth"
@@ -62,6 +61,12 @@ type Config struct {
 	// Functions replace the function.json of the named functions (say, a
 	// blob trigger without supportsDeferredBinding).
 	Functions map[string]string
+	// ServiceBus configures the Service Bus stand-in (lock duration, max
+	// delivery count); the zero value is Azure's defaults.
+	ServiceBus sbemu.Options
+	// HostJSON, when set, rewrites the repository's host.json for this
+	// stack (say, a shorter functionTimeout).
+	HostJSON func([]byte) []byte
 	// Unchecked leaves the API's exchanges unchecked: URL is the dev host
 	// itself, for a test that measures it or probes the host's own
 	// behaviour (streaming, slow clients).
@@ -203,6 +208,16 @@ func Start(tb testing.TB, cfg Config) *Stack {
 	if s.Settings, err = writeApp(root, s.AppDir, settings, cfg.Functions); err != nil {
 		tb.Fatal(err)
 	}
+	if cfg.HostJSON != nil {
+		path := filepath.Join(s.AppDir, "host.json")
+		b, err := os.ReadFile(path)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(path, cfg.HostJSON(b), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	ls, err := json.Marshal(map[string]any{"IsEncrypted": false, "Values": s.Settings})
 	if err != nil {
 		tb.Fatal(err)
@@ -232,7 +247,7 @@ func Start(tb testing.TB, cfg Config) *Stack {
 	if s.Blobs, err = azblob.NewClientFromConnectionString(az.ConnectionString(), nil); err != nil {
 		tb.Fatal(err)
 	}
-	s.startHost(cfg.Unchecked)
+	s.startHost(cfg)
 	return s
 }
 
@@ -257,21 +272,14 @@ func (s *Stack) seedTenants(tenants map[string][]string) {
 }
 
 // startHost runs the dev host on the app folder until the test ends.
-func (s *Stack) startHost(unchecked bool) {
+func (s *Stack) startHost(cfg Config) {
 	tb := s.tb
 	tb.Helper()
 	app, err := devhost.LoadApp(s.AppDir, func(string) string { return "" })
 	if err != nil {
 		tb.Fatalf("devhost.LoadApp: %v", err)
 	}
-	queues, err := azqueue.NewServiceClientFromConnectionString(s.Azurite.ConnectionString(), nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if s.Broker, err = sbemu.New(queues, s.Blobs, sbemu.Options{}); err != nil {
-		tb.Fatal(err)
-	}
-	h, err := devhost.New(devhost.Options{App: app, Blobs: s.Blobs, Queues: queues, Broker: s.Broker, HTTPAddr: "127.0.0.1:0",
+	h, err := devhost.New(devhost.Options{App: app, Storage: s.Azurite.ConnectionString(), ServiceBus: cfg.ServiceBus, HTTPAddr: "127.0.0.1:0",
 		BlobPollInterval: blobPoll, HandlerOutput: s.traces.handlerOutput(io.MultiWriter(zerolog.NewTestWriter(tb), s.out))},
 		zerolog.New(io.MultiWriter(s.traces.hostLog(), s.out)))
 	if err != nil {
@@ -288,8 +296,8 @@ func (s *Stack) startHost(unchecked bool) {
 			tb.Error("dev host did not stop")
 		}
 	})
-	s.URL, s.HostURL, s.Host = h.URL(), h.URL(), h
-	if !unchecked {
+	s.URL, s.HostURL, s.Host, s.Broker = h.URL(), h.URL(), h, h.Broker()
+	if !cfg.Unchecked {
 		s.URL = checkedProxy(tb, h.URL())
 	}
 }
