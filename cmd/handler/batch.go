@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/rs/zerolog"
 
@@ -39,15 +37,15 @@ type batchPath struct {
 // newBatch builds the batch control plane, the nightly summaries and the
 // second-door audit from the configuration, or returns nil when they are not configured. It does
 // no I/O.
-func newBatch(cfg config.Handler, t tenancy, logger zerolog.Logger) (*batchPath, error) {
-	b := cfg.Batch
+func newBatch(cfg config.Handler, s *services, t tenancy, logger zerolog.Logger) (*batchPath, error) {
+	b, a := cfg.Batch, cfg.AOAI
 	if b == nil {
 		return nil, nil
 	}
-	ac := batchapi.Config{Endpoint: b.Endpoint, Surface: batchapi.Surface(b.Surface), APIVersion: b.APIVersion,
-		APIKey: b.APIKey, AllowLoopbackHTTP: true}
+	ac := batchapi.Config{Endpoint: a.Endpoint, Surface: batchapi.Surface(a.Surface), APIVersion: a.APIVersion,
+		APIKey: a.APIKey.Reveal(), AllowLoopbackHTTP: true}
 	if ac.APIKey == "" {
-		cred, err := credential(b.ClientID)
+		cred, err := s.credential(a.ClientID)
 		if err != nil {
 			return nil, fmt.Errorf("azure openai credential: %w", err)
 		}
@@ -57,14 +55,14 @@ func newBatch(cfg config.Handler, t tenancy, logger zerolog.Logger) (*batchPath,
 	if err != nil {
 		return nil, err
 	}
-	blobs, err := blobClient(cfg)
+	blobs, err := s.Blobs()
 	if err != nil {
 		return nil, err
 	}
 	tables := t.tables
 	store := blobstore.New(blobs, blobstore.Options{BlockSize: batch.BlockSize})
 	jobs := tablestore.NewJobs(tables, tablestore.DefaultJobsTable, nil)
-	alerts := alert.New(b.AlertWebhook, nil, t.alerts)
+	alerts := alert.New(cfg.AlertWebhook.Reveal(), nil, t.alerts)
 	var decisions batch.Decisions
 	if t.prom != nil {
 		decisions = t.prom
@@ -97,7 +95,7 @@ func newBatch(cfg config.Handler, t tenancy, logger zerolog.Logger) (*batchPath,
 	}
 	findings := tablestore.NewAudit(tables, "")
 	auditor, err := audit.New(audit.Options{Azure: azure, Active: jobs, Jobs: jobs, Store: findings,
-		Ledger: t.ledger, Tenants: t.tenants, Catalog: cfg.Catalog, Alerts: alerts, MinAge: n.AuditMinAge})
+		Ledger: t.ledger, Tenants: t.tenants, Catalog: cfg.Catalog, Alerts: alerts, MinAge: *n.AuditMinAge})
 	if err != nil {
 		return nil, err
 	}
@@ -106,47 +104,6 @@ func newBatch(cfg config.Handler, t tenancy, logger zerolog.Logger) (*batchPath,
 		return nil, err
 	}
 	return &batchPath{svc: svc, nightly: nights, audit: auditor, findings: findings, blobs: blobs, webhooks: hooks}, nil
-}
-
-// blobClient reaches the storage account's blobs the way the tables are
-// reached: by connection string, or by URL with the managed identity.
-func blobClient(cfg config.Handler) (*azblob.Client, error) {
-	if cs := cfg.Storage.ConnectionString; cs != "" {
-		c, err := azblob.NewClientFromConnectionString(tablestore.ExpandDevelopmentStorage(cs), nil)
-		if err != nil {
-			// The SDK's message may quote the connection string.
-			return nil, fmt.Errorf("%s: the storage connection string is malformed", cfg.Storage.Setting)
-		}
-		return c, nil
-	}
-	cred, err := credential(cfg.Storage.ClientID)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cfg.Storage.Setting, err)
-	}
-	c, err := azblob.NewClient(cfg.Batch.BlobServiceURL, cred, nil)
-	if err != nil {
-		return nil, fmt.Errorf("blob client for %s: %w", cfg.Batch.BlobServiceURL, err)
-	}
-	return c, nil
-}
-
-// tableService is the account's Table Storage: by connection string, or by
-// URL with the managed identity.
-func tableService(cfg config.Handler) (*aztables.ServiceClient, error) {
-	conn := tablestore.Connection{ConnectionString: cfg.Storage.ConnectionString, ServiceURL: cfg.Storage.TableServiceURL}
-	if conn.ConnectionString == "" {
-		var cred azcore.TokenCredential
-		cred, err := credential(cfg.Storage.ClientID)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", cfg.Storage.Setting, err)
-		}
-		conn.Credential = cred
-	}
-	svc, err := tablestore.NewServiceClient(conn)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cfg.Storage.Setting, err)
-	}
-	return svc, nil
 }
 
 // pollBatches is the batch-poll timer function: one tick of the batch

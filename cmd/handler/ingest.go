@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/chunk"
@@ -29,9 +29,9 @@ import (
 // The *ratelimit.Fleet it returns (nil when the quota is not shared) must
 // run for as long as invocations may call the models; the enqueuer (nil
 // when the queue path is off) reprocesses dead-lettered documents.
-func registerIngest(mux *invoke.Mux, cfg config.Handler, t tenancy, logger zerolog.Logger) (*ratelimit.Fleet, *ingest.Enqueuer, error) {
+func registerIngest(mux *invoke.Mux, cfg config.Handler, s *services, t tenancy, logger zerolog.Logger) (*ratelimit.Fleet, *ingest.Enqueuer, error) {
 	var enqueue, process, heavy invoke.Func
-	enq, proc, fleet, err := newIngest(cfg, t, logger)
+	enq, proc, fleet, err := newIngest(cfg, s, t, logger)
 	switch {
 	case errors.Is(err, errIngestOff):
 		logger.Warn().Err(err).Msg("the queue path is not configured: the ingest functions fail until it is")
@@ -56,16 +56,16 @@ var errIngestOff = errors.New("queue path not configured")
 
 // newIngest builds the enqueuer, the processor and the fleet's shared
 // quota (nil when not shared). It does no I/O.
-func newIngest(cfg config.Handler, t tenancy, logger zerolog.Logger) (*ingest.Enqueuer, *ingest.Processor, *ratelimit.Fleet, error) {
+func newIngest(cfg config.Handler, s *services, t tenancy, logger zerolog.Logger) (*ingest.Enqueuer, *ingest.Processor, *ratelimit.Fleet, error) {
 	in := cfg.Ingest
-	if in.AOAI == nil {
+	if cfg.AOAI.Endpoint == "" {
 		return nil, nil, nil, fmt.Errorf("%w: OFFPATH_AOAI_ENDPOINT is not set", errIngestOff)
 	}
 	alias, ok := cfg.Catalog.Alias(in.Alias)
 	if !ok || alias.Queue == nil || alias.Embedding == nil {
 		return nil, nil, nil, fmt.Errorf("%w: the model catalog (%s) has no alias %q with a queue and an embedding deployment", errIngestOff, cfg.ModelsSource, in.Alias)
 	}
-	blobs, err := ingestBlobClient(cfg)
+	blobs, err := s.Blobs()
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -75,7 +75,13 @@ func newIngest(cfg config.Handler, t tenancy, logger zerolog.Logger) (*ingest.En
 		return nil, nil, nil, err
 	}
 	tables := t.tables
-	models, limits, fleet, err := newModels(in.AOAI, alias.Queue.Name, tablestore.NewRateLimits(tables, ""), logger)
+	var cred azcore.TokenCredential
+	if cfg.AOAI.APIKey == "" {
+		if cred, err = s.credential(cfg.AOAI.ClientID); err != nil {
+			return nil, nil, nil, fmt.Errorf("azure openai credential: %w", err)
+		}
+	}
+	models, limits, fleet, err := newModels(cfg.AOAI, cred, alias.Queue.Name, tablestore.NewRateLimits(tables, ""), logger)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -105,8 +111,9 @@ func newIngest(cfg config.Handler, t tenancy, logger zerolog.Logger) (*ingest.En
 // newModels builds the model client and its per-deployment rate limiter
 // (shared by every invocation of this process), and, when the quota is
 // shared, the fleet that leases this instance's part of it from leases.
-// limits are the static per-instance shares.
-func newModels(a *config.AOAI, chat string, leases ratelimit.LeaseStore, logger zerolog.Logger) (*llm.Client, map[string]ratelimit.Limits, *ratelimit.Fleet, error) {
+// cred authenticates without an API key. limits are the static
+// per-instance shares.
+func newModels(a config.AOAI, cred azcore.TokenCredential, chat string, leases ratelimit.LeaseStore, logger zerolog.Logger) (*llm.Client, map[string]ratelimit.Limits, *ratelimit.Fleet, error) {
 	limits, quotas := map[string]ratelimit.Limits{}, map[string]ratelimit.Limits{}
 	for name, l := range a.Limits {
 		limits[name] = ratelimit.Limits{TPM: l.TPM, RPM: l.RPM}
@@ -127,46 +134,15 @@ func newModels(a *config.AOAI, chat string, leases ratelimit.LeaseStore, logger 
 			return nil, nil, nil, err
 		}
 		limiter = set
-		if a.SharedQuota && len(quotas) > 0 {
+		if *a.SharedQuota && len(quotas) > 0 {
 			fleet, err = ratelimit.NewFleet(set, quotas, limits, leases, ratelimit.FleetOptions{Renew: a.LeaseRenew, TTL: a.LeaseTTL}, logger)
 			if err != nil {
 				return nil, nil, nil, err
 			}
 		}
 	}
-	c := llm.Config{Endpoint: a.Endpoint, APIVersion: a.APIVersion, APIKey: a.APIKey, AllowHTTP: true,
+	c := llm.Config{Endpoint: a.Endpoint, APIVersion: a.APIVersion, APIKey: a.APIKey.Reveal(), Credential: cred, AllowHTTP: true,
 		MaxAttempts: a.MaxAttempts, BaseBackoff: a.BaseBackoff, MaxBackoff: a.MaxBackoff}
-	if c.APIKey == "" {
-		cred, err := credential(a.ClientID)
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("azure openai credential: %w", err)
-		}
-		c.Credential = cred
-	}
 	client, err := llm.New(c, limiter, logger)
 	return client, limits, fleet, err
-}
-
-// ingestBlobClient reaches the documents the way the tables are reached:
-// by connection string, or by URL with the managed identity.
-func ingestBlobClient(cfg config.Handler) (*azblob.Client, error) {
-	if cs := cfg.Storage.ConnectionString; cs != "" {
-		c, err := azblob.NewClientFromConnectionString(tablestore.ExpandDevelopmentStorage(cs), nil)
-		if err != nil {
-			return nil, fmt.Errorf("%s: the storage connection string is malformed", cfg.Storage.Setting)
-		}
-		return c, nil
-	}
-	if cfg.Ingest.BlobServiceURL == "" {
-		return nil, fmt.Errorf("%w: %s__blobServiceUri is not set", errIngestOff, cfg.Storage.Setting)
-	}
-	cred, err := credential(cfg.Storage.ClientID)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cfg.Storage.Setting, err)
-	}
-	c, err := azblob.NewClient(cfg.Ingest.BlobServiceURL, cred, nil)
-	if err != nil {
-		return nil, fmt.Errorf("blob client for %s: %w", cfg.Ingest.BlobServiceURL, err)
-	}
-	return c, nil
 }

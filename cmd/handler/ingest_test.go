@@ -19,17 +19,17 @@ func TestNewModels_SharesTheQuotasItKnows(t *testing.T) {
 		aoai   config.AOAI
 		shared bool
 	}{
-		{"quotas shared", config.AOAI{Quotas: quotas, Limits: map[string]config.Limit{"gpt-4o-mini": {TPM: 10_000, RPM: 60}}, SharedQuota: true}, true},
-		{"sharing off", config.AOAI{Quotas: quotas, Limits: map[string]config.Limit{"gpt-4o-mini": {TPM: 10_000, RPM: 60}}}, false},
-		{"only a per-instance budget", config.AOAI{ChatTPM: 4000, ChatRPM: 24, SharedQuota: true}, false},
-		{"no limits", config.AOAI{SharedQuota: true}, false},
+		{"quotas shared", config.AOAI{Quotas: quotas, Limits: map[string]config.Limit{"gpt-4o-mini": {TPM: 10_000, RPM: 60}}, SharedQuota: new(true)}, true},
+		{"sharing off", config.AOAI{Quotas: quotas, Limits: map[string]config.Limit{"gpt-4o-mini": {TPM: 10_000, RPM: 60}}, SharedQuota: new(false)}, false},
+		{"only a per-instance budget", config.AOAI{ChatTPM: 4000, ChatRPM: 24, SharedQuota: new(true)}, false},
+		{"no limits", config.AOAI{SharedQuota: new(true)}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			a := tt.aoai
 			a.Endpoint, a.APIKey = "http://127.0.0.1:1", "k"
-			_, _, fleet, err := newModels(&a, "gpt-4o-mini", nil, zerolog.Nop())
+			_, _, fleet, err := newModels(a, nil, "gpt-4o-mini", nil, zerolog.Nop())
 			if err != nil {
 				t.Fatal(err)
 			}

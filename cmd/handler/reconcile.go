@@ -17,16 +17,16 @@ import (
 
 // newReconciler builds the reconciliation against Azure Monitor, or
 // returns nil when OFFPATH_AOAI_RESOURCE_ID is not set. It does no I/O.
-func newReconciler(cfg config.Handler, t tenancy) (*reconcile.Reconciler, error) {
+func newReconciler(cfg config.Handler, s *services, t tenancy) (*reconcile.Reconciler, error) {
 	r := cfg.Reconcile
 	if r == nil {
 		return nil, nil
 	}
-	cred, err := credential(r.ClientID)
+	cred, err := s.credential(cfg.AOAI.ClientID)
 	if err != nil {
 		return nil, fmt.Errorf("azure monitor credential: %w", err)
 	}
-	metrics, err := monitor.New(cred, monitor.Config{ResourceID: r.ResourceID, Endpoint: r.MonitorEndpoint})
+	metrics, err := monitor.New(cred, monitor.Config{ResourceID: cfg.AOAI.ResourceID, Endpoint: r.MonitorEndpoint})
 	if err != nil {
 		return nil, err
 	}
@@ -36,12 +36,8 @@ func newReconciler(cfg config.Handler, t tenancy) (*reconcile.Reconciler, error)
 			batchDeps = append(batchDeps, d)
 		}
 	}
-	webhook := ""
-	if cfg.Batch != nil {
-		webhook = cfg.Batch.AlertWebhook
-	}
 	tables := t.tables
-	return reconcile.New(reconcile.Options{Metrics: metrics, Ledger: t.ledger, Tenants: t.tenants, Alerts: alert.New(webhook, nil, t.alerts),
+	return reconcile.New(reconcile.Options{Metrics: metrics, Ledger: t.ledger, Tenants: t.tenants, Alerts: alert.New(cfg.AlertWebhook.Reveal(), nil, t.alerts),
 		Watermark:        tablestore.NewWatermark(tables, "", "reconcile"),
 		BatchDeployments: batchDeps, Batch: r.GlobalBatch, Period: r.Period, Settle: r.Settle, Tolerance: r.Tolerance, MinTokens: r.MinTokens})
 }

@@ -1,10 +1,6 @@
 package main
 
 import (
-	"fmt"
-
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/offpath/offpath/internal/auth"
@@ -51,7 +47,7 @@ func newTenancy(cfg config.Handler, svc *aztables.ServiceClient, metrics ledger.
 	var verifier *entra.Verifier
 	if cfg.Entra != nil {
 		verifier, err = entra.NewVerifier(entra.Options{Issuers: cfg.Entra.Issuers, Audiences: cfg.Entra.Audiences,
-			Keys: entra.NewJWKS(cfg.Entra.JWKSURL, entra.JWKSOptions{}), AppOnly: cfg.Entra.AppOnly, Roles: cfg.Entra.Roles})
+			Keys: entra.NewJWKS(cfg.Entra.JWKSURL, entra.JWKSOptions{}), AppOnly: *cfg.Entra.AppOnly, Roles: cfg.Entra.Roles})
 		if err != nil {
 			return tenancy{}, err
 		}
@@ -59,22 +55,4 @@ func newTenancy(cfg config.Handler, svc *aztables.ServiceClient, metrics ledger.
 	t.auth = auth.New(auth.Options{Credentials: t.tenants, AdminKeyHashes: cfg.AdminKeyHashes, Entra: verifier,
 		TTL: cfg.AuthCacheTTL, RevocationBound: cfg.AuthRevocationBound, FailuresPerMinute: cfg.AuthFailuresPerMinute})
 	return t, nil
-}
-
-// credential is the managed identity with the given client id, or
-// DefaultAzureCredential (system-assigned identity in Azure, a developer's
-// login locally) without one.
-func credential(clientID string) (azcore.TokenCredential, error) {
-	if clientID != "" {
-		c, err := azidentity.NewManagedIdentityCredential(&azidentity.ManagedIdentityCredentialOptions{ID: azidentity.ClientID(clientID)})
-		if err != nil {
-			return nil, fmt.Errorf("managed identity %s: %w", clientID, err)
-		}
-		return c, nil
-	}
-	c, err := azidentity.NewDefaultAzureCredential(nil)
-	if err != nil {
-		return nil, fmt.Errorf("default Azure credential: %w", err)
-	}
-	return c, nil
 }

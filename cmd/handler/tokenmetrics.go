@@ -23,7 +23,7 @@ import (
 // them, or nowhere (nil). prom is the Prometheus endpoint's metrics, if it
 // is served, for the queue path's outcomes; its jobs by state are read from
 // the job table on tables. stop sends what is queued and closes the file.
-func newTokenMetrics(cfg config.Handler, tables *aztables.ServiceClient, log zerolog.Logger) (m ledger.Metrics, prom *tokenmetrics.Prometheus, stop func(context.Context), err error) {
+func newTokenMetrics(cfg config.Handler, s *services, tables *aztables.ServiceClient, log zerolog.Logger) (m ledger.Metrics, prom *tokenmetrics.Prometheus, stop func(context.Context), err error) {
 	tm := cfg.TokenMetrics
 	stop = func(context.Context) {}
 	if tm == nil {
@@ -58,13 +58,13 @@ func newTokenMetrics(cfg config.Handler, tables *aztables.ServiceClient, log zer
 		stops = append(stops, func(ctx context.Context) { _ = srv.Shutdown(ctx) })
 	}
 	if tm.AppInsights {
-		conn, err := tokenmetrics.ParseConnectionString(tm.ConnectionString)
+		conn, err := tokenmetrics.ParseConnectionString(tm.ConnectionString.Reveal())
 		if err != nil {
 			return nil, nil, stop, err
 		}
 		o := tokenmetrics.AppInsightsOptions{Connection: conn, Log: log}
 		if tm.Entra {
-			if o.Credential, err = credential(tm.ClientID); err != nil {
+			if o.Credential, err = s.credential(tm.ClientID); err != nil {
 				return nil, nil, stop, fmt.Errorf("APPLICATIONINSIGHTS_AUTHENTICATION_STRING: %w", err)
 			}
 		}

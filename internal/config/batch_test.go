@@ -15,19 +15,20 @@ func TestLoadHandler_Batch(t *testing.T) {
 		name    string
 		env     map[string]string
 		wantErr string
-		check   func(t *testing.T, b *config.Batch)
+		check   func(t *testing.T, c config.Handler)
 	}{
-		{name: "off without an endpoint", env: with(), check: func(t *testing.T, b *config.Batch) {
-			if b != nil {
+		{name: "off without an endpoint", env: with(), check: func(t *testing.T, c config.Handler) {
+			if b := c.Batch; b != nil {
 				t.Errorf("Batch = %+v, want nil", b)
 			}
 		}},
 		{name: "simulator with a key", env: with("OFFPATH_AOAI_ENDPOINT", "http://127.0.0.1:4000/", "OFFPATH_AOAI_API_KEY", "k",
 			"OFFPATH_BATCH_QUOTA", "gpt-4o-mini-batch=5000000, other=10", "OFFPATH_BATCH_POLL_INTERVAL", "5s"),
-			check: func(t *testing.T, b *config.Batch) {
-				if b == nil || b.Endpoint != "http://127.0.0.1:4000" || b.APIKey != "k" || b.Surface != "v1" || b.PollInterval != 5*time.Second ||
+			check: func(t *testing.T, c config.Handler) {
+				b, a := c.Batch, c.AOAI
+				if b == nil || a.Endpoint != "http://127.0.0.1:4000" || a.APIKey.Reveal() != "k" || a.Surface != "v1" || b.PollInterval != 5*time.Second ||
 					b.Quota["gpt-4o-mini-batch"] != 5_000_000 || b.Quota["other"] != 10 || b.LeaseTTL <= b.PollInterval {
-					t.Errorf("Batch = %+v", b)
+					t.Errorf("Batch = %+v, AOAI = %+v", b, a)
 				}
 			}},
 		{name: "plain http off loopback", env: with("OFFPATH_AOAI_ENDPOINT", "http://res.openai.azure.com"), wantErr: "OFFPATH_AOAI_ENDPOINT"},
@@ -37,9 +38,9 @@ func TestLoadHandler_Batch(t *testing.T) {
 		{name: "bad interval", env: with("OFFPATH_AOAI_ENDPOINT", "https://res.openai.azure.com", "OFFPATH_BATCH_POLL_INTERVAL", "-1s"), wantErr: "OFFPATH_BATCH_POLL_INTERVAL"},
 		{name: "http webhook", env: with("OFFPATH_AOAI_ENDPOINT", "https://res.openai.azure.com", "OFFPATH_ALERT_WEBHOOK_URL", "http://hooks.example/x"), wantErr: "OFFPATH_ALERT_WEBHOOK_URL"},
 		{name: "managed identity needs the blob endpoint", env: with("OFFPATH_AOAI_ENDPOINT", "https://res.openai.azure.com",
-			"OFFPATH_STORAGE__accountName", "offpathstore"), check: func(t *testing.T, b *config.Batch) {
-			if b == nil || b.BlobServiceURL != "https://offpathstore.blob.core.windows.net" {
-				t.Errorf("Batch = %+v, want the account's blob endpoint", b)
+			"OFFPATH_STORAGE__accountName", "offpathstore"), check: func(t *testing.T, c config.Handler) {
+			if c.Batch == nil || c.Storage.BlobServiceURL != "https://offpathstore.blob.core.windows.net" {
+				t.Errorf("Batch = %+v, Storage = %+v, want the account's blob endpoint", c.Batch, c.Storage)
 			}
 		}},
 	}
@@ -47,7 +48,7 @@ func TestLoadHandler_Batch(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			if c, ok := loadCase(t, tt.env, tt.wantErr); ok {
-				tt.check(t, c.Batch)
+				tt.check(t, c)
 			}
 		})
 	}

@@ -1,7 +1,17 @@
 // Package config turns the handler's environment (the Functions host passes
 // every app setting as an environment variable) into a typed, validated
-// Config. It reads only through an injected getenv and readFile, so tests
+// Handler. It reads only through an injected getenv and readFile, so tests
 // and the dev host can drive it without touching the process environment.
+//
+// The configuration is organised by the external system it reaches: one
+// Storage section (Table and Blob Storage: endpoints and how to
+// authenticate), one AOAI section (the Azure OpenAI resource: endpoint,
+// surface, credential, the queue path's retries and quotas), then the flows
+// that use them (Batch, Nightly, Ingest, Reconcile) and where token metrics
+// go. Loading is three steps: each setting is parsed once (parse), every
+// default is applied once (WithDefaults), then the checks that span
+// settings run (validate). Print writes the effective result with every
+// secret redacted (handler -print-config).
 package config
 
 import (
@@ -10,7 +20,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/offpath/offpath/internal/ncrontab"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,14 +28,12 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/catalog"
+	"github.com/offpath/offpath/internal/ncrontab"
 )
 
-// DefaultRequestReadTimeout is how long the handler's server waits for a
-// whole request. The Functions host is its only client, on loopback, but it
-// may stream a caller's body as it arrives: as long as the front allows.
-const DefaultRequestReadTimeout = time.Minute
-
-// Handler is the custom handler's configuration.
+// Handler is the custom handler's configuration. A pointer field is a
+// setting whose zero value is a choice of its own (false, 0, debug): nil
+// until WithDefaults.
 type Handler struct {
 	// Port is FUNCTIONS_CUSTOMHANDLER_PORT, chosen by the host per start.
 	Port int `json:"port"`
@@ -34,6 +41,10 @@ type Handler struct {
 	AppRoot string `json:"app_root"`
 	// FunctionTimeout is host.json's functionTimeout; zero means unbounded.
 	FunctionTimeout time.Duration `json:"function_timeout"`
+	// LockRenewal is host.json's extensions.serviceBus.
+	// maxAutoLockRenewalDuration (the extension's 5 minutes when absent);
+	// zero means unbounded.
+	LockRenewal time.Duration `json:"service_bus_lock_renewal"`
 	// InvocationTimeout is each invocation's own deadline: functionTimeout
 	// less a margin (a tenth, at least 5 s), so the handler answers before
 	// the host gives up; 30 minutes when functionTimeout is unbounded.
@@ -45,10 +56,18 @@ type Handler struct {
 	// DefaultRequestReadTimeout.
 	RequestReadTimeout time.Duration `json:"request_read_timeout"`
 	// LogLevel is OFFPATH_LOG_LEVEL (default info).
-	LogLevel zerolog.Level `json:"log_level"`
+	LogLevel *zerolog.Level `json:"log_level"`
 
-	// Storage is where tenants and the ledger live (see Storage).
+	// Storage is the storage account: Table Storage for tenants, the
+	// ledger and every record, Blob Storage for documents, batch inputs
+	// and results (see Storage).
 	Storage Storage `json:"storage"`
+	// AOAI is the Azure OpenAI resource (see AOAI).
+	AOAI AOAI `json:"aoai"`
+	// AlertWebhook is OFFPATH_ALERT_WEBHOOK_URL: alerts are also POSTed
+	// there (secret: it may carry a token).
+	AlertWebhook Secret `json:"alert_webhook"`
+
 	// Catalog is the model catalog, from ModelsSource: OFFPATH_MODELS if set,
 	// else models.json in the app folder.
 	Catalog      *catalog.Catalog `json:"-"`
@@ -74,6 +93,7 @@ type Handler struct {
 	// 20, 1 to 10,000): failed authentications one client address may make
 	// in a burst, and a minute, before it is answered from the cache only.
 	AuthFailuresPerMinute int `json:"auth_failures_per_minute"`
+
 	// Batch configures the batch control plane; nil without
 	// OFFPATH_AOAI_ENDPOINT (see Batch).
 	Batch *Batch `json:"batch,omitempty"`
@@ -85,42 +105,48 @@ type Handler struct {
 	// OFFPATH_AOAI_RESOURCE_ID (see Reconcile).
 	Reconcile *Reconcile `json:"reconcile,omitempty"`
 	// TokenMetrics says where ledger changes go as token metrics; nil
-	// without APPLICATIONINSIGHTS_CONNECTION_STRING or
-	// OFFPATH_TOKEN_METRICS_FILE (see TokenMetrics).
+	// without APPLICATIONINSIGHTS_CONNECTION_STRING,
+	// OFFPATH_TOKEN_METRICS_FILE or OFFPATH_METRICS_ADDR (see TokenMetrics).
 	TokenMetrics *TokenMetrics `json:"token_metrics,omitempty"`
 }
 
-// LoadHandler reads the handler's configuration. readFile reads host.json.
+// LoadHandler reads the handler's configuration: every setting parsed,
+// the defaults applied, the whole checked. readFile reads host.json and
+// models.json from the app folder.
 func LoadHandler(getenv func(string) string, readFile func(string) ([]byte, error)) (Handler, error) {
+	return load(getenv, readFile, true)
+}
+
+// Inspect is LoadHandler for printing the configuration outside the host:
+// a missing FUNCTIONS_CUSTOMHANDLER_PORT, which only the host sets when it
+// starts the handler, is not an error.
+func Inspect(getenv func(string) string, readFile func(string) ([]byte, error)) (Handler, error) {
+	return load(getenv, readFile, false)
+}
+
+func load(getenv func(string) string, readFile func(string) ([]byte, error), needPort bool) (Handler, error) {
+	c, errs := parse(getenv, readFile, needPort)
+	c = c.WithDefaults()
+	return c, errors.Join(append(errs, c.validate()...)...)
+}
+
+// parse reads every setting once, checking each on its own; what is unset
+// stays zero (nil for a pointer).
+func parse(getenv func(string) string, readFile func(string) ([]byte, error), needPort bool) (Handler, []error) {
 	var c Handler
 	var errs []error
 	portText := cmp.Or(getenv("FUNCTIONS_CUSTOMHANDLER_PORT"), getenv("FUNCTIONS_HTTPWORKER_PORT"))
-	if portText == "" {
+	switch p, err := strconv.Atoi(portText); {
+	case portText == "" && needPort:
 		errs = append(errs, errors.New("FUNCTIONS_CUSTOMHANDLER_PORT is not set: the handler is started by the Functions host (or the dev host), which sets it"))
-	} else if p, err := strconv.Atoi(portText); err != nil || p <= 0 || p > 65535 {
+	case portText == "":
+	case err != nil || p <= 0 || p > 65535:
 		errs = append(errs, fmt.Errorf("FUNCTIONS_CUSTOMHANDLER_PORT %q is not a port number", portText))
-	} else {
+	default:
 		c.Port = p
 	}
-	c.AppRoot = cmp.Or(getenv("FUNCTIONS_APP_ROOT_PATH"), ".")
-
-	host, err := readFile(filepath.Join(c.AppRoot, "host.json"))
-	if err != nil {
-		errs = append(errs, fmt.Errorf("read host.json: %w", err))
-	} else {
-		var h struct {
-			FunctionTimeout string `json:"functionTimeout"`
-		}
-		if err := json.Unmarshal(host, &h); err != nil {
-			errs = append(errs, fmt.Errorf("host.json: %w", err))
-		} else if c.FunctionTimeout, err = ParseTimeSpan(h.FunctionTimeout); err != nil {
-			errs = append(errs, fmt.Errorf("host.json functionTimeout: %w", err))
-		}
-	}
-	c.InvocationTimeout = 30 * time.Minute
-	if c.FunctionTimeout > 0 {
-		c.InvocationTimeout = c.FunctionTimeout - max(c.FunctionTimeout/10, 5*time.Second)
-	}
+	c.AppRoot = getenv("FUNCTIONS_APP_ROOT_PATH")
+	errs = append(errs, c.readHost(readFile)...)
 	if s := getenv("OFFPATH_INVOCATION_TIMEOUT"); s != "" {
 		d, err := time.ParseDuration(s)
 		switch {
@@ -132,10 +158,6 @@ func LoadHandler(getenv func(string) string, readFile func(string) ([]byte, erro
 			c.InvocationTimeout = d
 		}
 	}
-	if c.InvocationTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("host.json functionTimeout %v leaves no time for an invocation", c.FunctionTimeout))
-	}
-	c.RequestReadTimeout = DefaultRequestReadTimeout
 	if s := getenv("OFFPATH_REQUEST_READ_TIMEOUT"); s != "" {
 		if d, err := time.ParseDuration(s); err != nil || d <= 0 {
 			errs = append(errs, fmt.Errorf("OFFPATH_REQUEST_READ_TIMEOUT %q: want a positive duration such as 1m", s))
@@ -143,19 +165,85 @@ func LoadHandler(getenv func(string) string, readFile func(string) ([]byte, erro
 			c.RequestReadTimeout = d
 		}
 	}
-	c.LogLevel = zerolog.InfoLevel
 	if s := getenv("OFFPATH_LOG_LEVEL"); s != "" {
-		if c.LogLevel, err = zerolog.ParseLevel(strings.ToLower(s)); err != nil {
+		if l, err := zerolog.ParseLevel(strings.ToLower(s)); err != nil {
 			errs = append(errs, fmt.Errorf("OFFPATH_LOG_LEVEL: %w", err))
+		} else {
+			c.LogLevel = &l
 		}
 	}
-	errs = append(errs, c.loadTenancy(getenv, readFile)...)
-	errs = append(errs, c.loadBatch(getenv)...)
-	errs = append(errs, c.loadNightly(getenv)...)
-	errs = append(errs, c.loadIngest(getenv, readFile)...)
-	errs = append(errs, c.loadReconcile(getenv)...)
-	errs = append(errs, c.loadTokenMetrics(getenv)...)
-	return c, errors.Join(errs...)
+	var err error
+	if c.Storage, err = parseStorage(getenv); err != nil {
+		errs = append(errs, err)
+	}
+	var aerrs []error
+	c.AOAI, aerrs = parseAOAI(getenv)
+	errs = append(errs, aerrs...)
+	if w := getenv("OFFPATH_ALERT_WEBHOOK_URL"); w != "" {
+		c.AlertWebhook = Secret(w)
+		if !httpsURL(w) {
+			errs = append(errs, errors.New("OFFPATH_ALERT_WEBHOOK_URL: must be an https URL (http only on loopback)"))
+		}
+	}
+	errs = append(errs, c.parseTenancy(getenv, readFile)...)
+	errs = append(errs, c.parseBatch(getenv)...)
+	errs = append(errs, c.parseNightly(getenv)...)
+	errs = append(errs, c.parseIngest(getenv)...)
+	errs = append(errs, c.parseReconcile(getenv)...)
+	errs = append(errs, c.parseTokenMetrics(getenv)...)
+	return c, errs
+}
+
+// readHost reads what the handler needs of host.json: functionTimeout and
+// the Service Bus extension's lock renewal.
+func (c *Handler) readHost(readFile func(string) ([]byte, error)) []error {
+	host, err := readFile(filepath.Join(cmp.Or(c.AppRoot, DefaultAppRoot), "host.json"))
+	if err != nil {
+		return []error{fmt.Errorf("read host.json: %w", err)}
+	}
+	var h struct {
+		FunctionTimeout string `json:"functionTimeout"`
+		Extensions      struct {
+			ServiceBus struct {
+				MaxAutoLockRenewalDuration string `json:"maxAutoLockRenewalDuration"`
+			} `json:"serviceBus"`
+		} `json:"extensions"`
+	}
+	if err := json.Unmarshal(host, &h); err != nil {
+		return []error{fmt.Errorf("host.json: %w", err)}
+	}
+	var errs []error
+	if c.FunctionTimeout, err = ParseTimeSpan(h.FunctionTimeout); err != nil {
+		errs = append(errs, fmt.Errorf("host.json functionTimeout: %w", err))
+	}
+	// Absent, the extension's own default applies, as the host reads it.
+	if c.LockRenewal, err = ParseTimeSpan(cmp.Or(h.Extensions.ServiceBus.MaxAutoLockRenewalDuration, "00:05:00")); err != nil {
+		errs = append(errs, fmt.Errorf("host.json extensions.serviceBus.maxAutoLockRenewalDuration: %w", err))
+	}
+	return errs
+}
+
+// validate runs the checks that span settings, on the effective values.
+func (c Handler) validate() []error {
+	var errs []error
+	if c.InvocationTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("host.json functionTimeout %v leaves no time for an invocation", c.FunctionTimeout))
+	}
+	if c.AuthRevocationBound > c.AuthCacheTTL {
+		errs = append(errs, fmt.Errorf("OFFPATH_AUTH_REVOCATION_BOUND %v: must not exceed OFFPATH_AUTH_CACHE_TTL %v", c.AuthRevocationBound, c.AuthCacheTTL))
+	}
+	if c.Ingest.Budget <= 0 {
+		errs = append(errs, fmt.Errorf("the Service Bus lock renewal leaves no time to process a message"))
+	}
+	if c.AOAI.Endpoint != "" {
+		if ttl, renew := c.AOAI.LeaseTTL, c.AOAI.LeaseRenew; ttl <= renew {
+			errs = append(errs, fmt.Errorf("OFFPATH_AOAI_LEASE_TTL %v must be longer than OFFPATH_AOAI_LEASE_RENEW %v", ttl, renew))
+		}
+		if c.Storage.ConnectionString == "" && c.Storage.BlobServiceURL == "" {
+			errs = append(errs, fmt.Errorf("%s__blobServiceUri or __accountName is needed for the documents of the queue path and for batch inputs and results", c.Storage.Setting))
+		}
+	}
+	return errs
 }
 
 // ParseTimeSpan parses host.json's functionTimeout: a TimeSpan as the host

@@ -86,7 +86,7 @@ type core struct {
 }
 
 func coreOf(h config.Handler) core {
-	return core{h.Port, h.AppRoot, h.FunctionTimeout, h.InvocationTimeout, h.LogLevel}
+	return core{h.Port, h.AppRoot, h.FunctionTimeout, h.InvocationTimeout, *h.LogLevel}
 }
 
 func TestLoadHandler(t *testing.T) {
@@ -178,7 +178,7 @@ func TestLoadHandler_Tenancy(t *testing.T) {
 				if h.Storage.Setting != "OFFPATH_STORAGE" || h.Storage.TableServiceURL != "https://offpathdata.table.core.windows.net" ||
 					h.Storage.ConnectionString != "" || h.Storage.ClientID == "" || h.ModelsSource != "OFFPATH_MODELS" ||
 					strings.Join(h.Catalog.Names(), ",") != "only" || h.Entra == nil || len(h.Entra.Issuers) != 2 || h.AuthCacheTTL != 5*time.Second ||
-					!h.Entra.AppOnly || len(h.Entra.Roles) != 0 {
+					!*h.Entra.AppOnly || len(h.Entra.Roles) != 0 {
 					t.Errorf("got %+v / %+v", h.Storage, h.Entra)
 				}
 			},
@@ -190,7 +190,7 @@ func TestLoadHandler_Tenancy(t *testing.T) {
 				"OFFPATH_ENTRA_JWKS_URL", "https://login.microsoftonline.com/t/discovery/v2.0/keys",
 				"OFFPATH_ENTRA_APP_ONLY", "false", "OFFPATH_ENTRA_ROLES", "Offpath.Tenant, Offpath.Batch"),
 			check: func(t *testing.T, h config.Handler) {
-				if h.AuthRevocationBound != 2*time.Second || h.AuthFailuresPerMinute != 100 || h.Entra.AppOnly ||
+				if h.AuthRevocationBound != 2*time.Second || h.AuthFailuresPerMinute != 100 || *h.Entra.AppOnly ||
 					strings.Join(h.Entra.Roles, ",") != "Offpath.Tenant,Offpath.Batch" {
 					t.Errorf("got %v %v %+v", h.AuthRevocationBound, h.AuthFailuresPerMinute, h.Entra)
 				}

@@ -17,17 +17,17 @@ func TestLoadHandler_Ingest(t *testing.T) {
 		name    string
 		env     map[string]string
 		host    string
-		check   func(t *testing.T, in config.Ingest)
+		check   func(t *testing.T, in config.Ingest, a config.AOAI, st config.Storage)
 		wantErr []string
 	}{
-		{"defaults, no model endpoint", with(), host, func(t *testing.T, in config.Ingest) {
-			if in.Alias != "ingest" || in.MaxDocumentBytes != 100<<20 || in.HeavyThreshold != 8<<20 || in.AOAI != nil || in.Budget != 9*time.Minute ||
+		{"defaults, no model endpoint", with(), host, func(t *testing.T, in config.Ingest, a config.AOAI, st config.Storage) {
+			if in.Alias != "ingest" || in.MaxDocumentBytes != 100<<20 || in.HeavyThreshold != 8<<20 || a.Endpoint != "" || in.Budget != 9*time.Minute ||
 				in.MaxDeliveryCount != 10 || in.HeavyMaxDeliveryCount != 10 {
 				t.Errorf("got %+v", in)
 			}
 		}, nil},
 		{"a shorter lock renewal bounds the budget", with(), `{"functionTimeout":"00:10:00","extensions":{"serviceBus":{"maxAutoLockRenewalDuration":"00:02:00"}}}`,
-			func(t *testing.T, in config.Ingest) {
+			func(t *testing.T, in config.Ingest, a config.AOAI, st config.Storage) {
 				if in.Budget != 108*time.Second {
 					t.Errorf("budget %v, want 1m48s (2m less a tenth)", in.Budget)
 				}
@@ -40,12 +40,11 @@ func TestLoadHandler_Ingest(t *testing.T) {
 			"OFFPATH_AOAI_LIMITS", `{"gpt-4o-mini":{"tpm":400000,"rpm":2400},"emb":{"tpm":10}}`,
 			"OFFPATH_AOAI_TPM_BUDGET", "4000", "OFFPATH_AOAI_RPM_BUDGET", "24",
 			"OFFPATH_AOAI_LEASE_RENEW", "5s", "OFFPATH_AOAI_LEASE_TTL", "20s"), host,
-			func(t *testing.T, in config.Ingest) {
-				a := in.AOAI
-				if a.Quotas["gpt-4o-mini"] != (config.Limit{TPM: 400_000, RPM: 2400}) || !a.SharedQuota || a.LeaseRenew != 5*time.Second || a.LeaseTTL != 20*time.Second {
+			func(t *testing.T, in config.Ingest, a config.AOAI, st config.Storage) {
+				if a.Quotas["gpt-4o-mini"] != (config.Limit{TPM: 400_000, RPM: 2400}) || !*a.SharedQuota || a.LeaseRenew != 5*time.Second || a.LeaseTTL != 20*time.Second {
 					t.Errorf("shared quota: got %+v", a)
 				}
-				if in.Alias != "kb" || in.MaxDocumentBytes != 1000 || in.HeavyThreshold != 500 || in.ChunkTokens != 256 || in.ChunkOverlap != 32 || a == nil ||
+				if in.Alias != "kb" || in.MaxDocumentBytes != 1000 || in.HeavyThreshold != 500 || in.ChunkTokens != 256 || in.ChunkOverlap != 32 || a.Endpoint == "" ||
 					in.MaxDeliveryCount != 5 || in.HeavyMaxDeliveryCount != 8 ||
 					a.Endpoint != "http://127.0.0.1:4141" || a.MaxAttempts != 3 || a.BaseBackoff != 100*time.Millisecond ||
 					a.Limits["gpt-4o-mini"] != (config.Limit{TPM: 100_000, RPM: 600}) || a.Limits["emb"] != (config.Limit{TPM: 2}) ||
@@ -58,9 +57,9 @@ func TestLoadHandler_Ingest(t *testing.T) {
 			"OFFPATH_AOAI_LIMITS", "tpm=5", "OFFPATH_AOAI_MAX_ATTEMPTS", "0", "OFFPATH_AOAI_TPM_BUDGET", "lots"), host, nil,
 			[]string{"OFFPATH_INGEST_MAX_BYTES", "OFFPATH_INGEST_CHUNK_TOKENS", "OFFPATH_INGEST_MAX_DELIVERY_COUNT \"0\"", "OFFPATH_INGEST_HEAVY_MAX_DELIVERY_COUNT \"ten\"", "OFFPATH_AOAI_LIMITS", "OFFPATH_AOAI_MAX_ATTEMPTS", "OFFPATH_AOAI_TPM_BUDGET", "OFFPATH_AOAI_API_KEY is needed"}},
 		{"the quota kept per instance", with("OFFPATH_AOAI_ENDPOINT", "http://127.0.0.1:4141", "OFFPATH_AOAI_API_KEY", "k", "OFFPATH_AOAI_SHARED_QUOTA", "false"), host,
-			func(t *testing.T, in config.Ingest) {
-				if in.AOAI == nil || in.AOAI.SharedQuota {
-					t.Errorf("got %+v", in.AOAI)
+			func(t *testing.T, in config.Ingest, a config.AOAI, st config.Storage) {
+				if a.Endpoint == "" || *a.SharedQuota {
+					t.Errorf("got %+v", a)
 				}
 			}, nil},
 		{"bad lease settings", with("OFFPATH_AOAI_ENDPOINT", "http://127.0.0.1:4141", "OFFPATH_AOAI_API_KEY", "k", "OFFPATH_AOAI_SHARED_QUOTA", "sometimes",
@@ -70,9 +69,9 @@ func TestLoadHandler_Ingest(t *testing.T) {
 			"OFFPATH_AOAI_ENDPOINT": "https://r.openai.azure.com"}, host, nil, []string{"__blobServiceUri or __accountName is needed for the documents"}},
 		{"identity with a blob endpoint", map[string]string{"FUNCTIONS_CUSTOMHANDLER_PORT": "1", "AzureWebJobsStorage__tableServiceUri": "https://a.table.core.windows.net",
 			"AzureWebJobsStorage__blobServiceUri": "https://a.blob.core.windows.net/", "OFFPATH_AOAI_ENDPOINT": "https://r.openai.azure.com"}, host,
-			func(t *testing.T, in config.Ingest) {
-				if in.BlobServiceURL != "https://a.blob.core.windows.net" || in.AOAI == nil || in.AOAI.APIKey != "" {
-					t.Errorf("got %+v", in)
+			func(t *testing.T, in config.Ingest, a config.AOAI, st config.Storage) {
+				if st.BlobServiceURL != "https://a.blob.core.windows.net" || a.Endpoint == "" || a.APIKey != "" {
+					t.Errorf("got %+v / %+v", st, a)
 				}
 			}, nil},
 	}
@@ -91,7 +90,7 @@ func TestLoadHandler_Ingest(t *testing.T) {
 			if err != nil {
 				t.Fatalf("LoadHandler() = %v", err)
 			}
-			tt.check(t, got.Ingest)
+			tt.check(t, got.Ingest, got.AOAI, got.Storage)
 		})
 	}
 }

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"cmp"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -34,38 +33,35 @@ type Nightly struct {
 	TicketURL string `json:"ticket_url,omitempty"`
 	// AuditMinAge is OFFPATH_AUDIT_MIN_AGE (default 1h): the audit never
 	// deletes an Azure file younger than this.
-	AuditMinAge time.Duration `json:"audit_min_age"`
+	AuditMinAge *time.Duration `json:"audit_min_age"`
 }
 
-// loadNightly reads the scheduled work's settings (only with a batch
+// parseNightly reads the scheduled work's settings (only with a batch
 // configuration).
-func (c *Handler) loadNightly(getenv func(string) string) []error {
+func (c *Handler) parseNightly(getenv func(string) string) []error {
 	if c.Batch == nil {
 		return nil
 	}
-	n := &Nightly{Tenant: cmp.Or(getenv("OFFPATH_TICKETS_TENANT"), "support"), Alias: cmp.Or(getenv("OFFPATH_TICKETS_ALIAS"), "summarize"),
-		SystemPrompt:     cmp.Or(getenv("OFFPATH_TICKETS_SYSTEM_PROMPT"), "Summarize the ticket in two sentences."),
-		MaxTokens:        160,
-		TicketsContainer: cmp.Or(getenv("OFFPATH_TICKETS_CONTAINER"), "tickets"),
-		ReportsContainer: cmp.Or(getenv("OFFPATH_REPORTS_CONTAINER"), "reports"),
-		TicketURL:        getenv("OFFPATH_TICKETS_URL"), AuditMinAge: time.Hour}
+	n := &Nightly{Tenant: getenv("OFFPATH_TICKETS_TENANT"), Alias: getenv("OFFPATH_TICKETS_ALIAS"),
+		SystemPrompt: getenv("OFFPATH_TICKETS_SYSTEM_PROMPT"), TicketsContainer: getenv("OFFPATH_TICKETS_CONTAINER"),
+		ReportsContainer: getenv("OFFPATH_REPORTS_CONTAINER"), TicketURL: getenv("OFFPATH_TICKETS_URL")}
 	var errs []error
 	if s := getenv("OFFPATH_TICKETS_MAX_TOKENS"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v < 1 || v > 4096 {
+		if v, err := strconv.Atoi(s); err != nil || v < 1 || v > 4096 {
 			errs = append(errs, fmt.Errorf("OFFPATH_TICKETS_MAX_TOKENS %q: must be within 1..4096", s))
+		} else {
+			n.MaxTokens = v
 		}
-		n.MaxTokens = v
 	}
 	if s := getenv("OFFPATH_AUDIT_MIN_AGE"); s != "" {
-		v, err := time.ParseDuration(s)
-		if err != nil || v < 0 {
+		if v, err := time.ParseDuration(s); err != nil || v < 0 {
 			errs = append(errs, fmt.Errorf("OFFPATH_AUDIT_MIN_AGE %q: must be a duration ≥ 0", s))
+		} else {
+			n.AuditMinAge = &v
 		}
-		n.AuditMinAge = v
 	}
 	for _, ct := range []struct{ name, v string }{{"OFFPATH_TICKETS_CONTAINER", n.TicketsContainer}, {"OFFPATH_REPORTS_CONTAINER", n.ReportsContainer}} {
-		if !validContainer(ct.v) {
+		if ct.v != "" && !validContainer(ct.v) {
 			errs = append(errs, fmt.Errorf("%s %q: not a blob container name (3–63 of a-z, 0-9, '-')", ct.name, ct.v))
 		}
 	}

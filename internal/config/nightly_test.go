@@ -20,7 +20,7 @@ func TestLoadHandler_Nightly(t *testing.T) {
 	}{
 		{name: "defaults", env: with(), check: func(t *testing.T, n *config.Nightly) {
 			if n == nil || n.Tenant != "support" || n.Alias != "summarize" || n.SystemPrompt != "Summarize the ticket in two sentences." ||
-				n.MaxTokens != 160 || n.TicketsContainer != "tickets" || n.ReportsContainer != "reports" || n.TicketURL != "" || n.AuditMinAge != time.Hour {
+				n.MaxTokens != 160 || n.TicketsContainer != "tickets" || n.ReportsContainer != "reports" || n.TicketURL != "" || *n.AuditMinAge != time.Hour {
 				t.Errorf("Nightly = %+v", n)
 			}
 		}},
@@ -28,7 +28,7 @@ func TestLoadHandler_Nightly(t *testing.T) {
 			"OFFPATH_TICKETS_URL", "https://support.example.com/t/{id}", "OFFPATH_AUDIT_MIN_AGE", "30m", "OFFPATH_REPORTS_CONTAINER", "morning-reports"),
 			check: func(t *testing.T, n *config.Nightly) {
 				if n.Tenant != "helpdesk" || n.SystemPrompt != "One sentence." || n.MaxTokens != 64 || n.TicketURL != "https://support.example.com/t/{id}" ||
-					n.AuditMinAge != 30*time.Minute || n.ReportsContainer != "morning-reports" {
+					*n.AuditMinAge != 30*time.Minute || n.ReportsContainer != "morning-reports" {
 					t.Errorf("Nightly = %+v", n)
 				}
 			}},

@@ -11,13 +11,10 @@ import (
 )
 
 // Reconcile configures the reconcile timer, which compares the ledger with
-// Azure Monitor's token metrics of the Azure OpenAI resource. It is nil
-// without OFFPATH_AOAI_RESOURCE_ID (the timer then logs that it has
-// nothing to do).
+// Azure Monitor's token metrics of the Azure OpenAI resource (AOAI's
+// ResourceID, read with AOAI's identity). It is nil without
+// OFFPATH_AOAI_RESOURCE_ID (the timer then logs that it has nothing to do).
 type Reconcile struct {
-	// ResourceID is OFFPATH_AOAI_RESOURCE_ID, the resource's ARM id
-	// (/subscriptions/…/providers/Microsoft.CognitiveServices/accounts/…).
-	ResourceID string `json:"resource_id"`
 	// MonitorEndpoint is OFFPATH_MONITOR_ENDPOINT: Azure Resource Manager's
 	// endpoint (default the public cloud's; the simulator locally).
 	MonitorEndpoint string `json:"monitor_endpoint,omitempty"`
@@ -34,50 +31,41 @@ type Reconcile struct {
 	// GlobalBatch is OFFPATH_RECONCILE_GLOBAL_BATCH: "day" (the default)
 	// compares Global Batch deployments per UTC day, "skip" not at all.
 	GlobalBatch reconcile.BatchMode `json:"global_batch"`
-	// ClientID is OFFPATH_AOAI_CLIENT_ID: the user-assigned identity that
-	// holds Monitoring Reader on the resource (empty: the system one).
-	ClientID string `json:"client_id,omitempty"`
 }
 
-func (c *Handler) loadReconcile(getenv func(string) string) []error {
-	id := strings.TrimSpace(getenv("OFFPATH_AOAI_RESOURCE_ID"))
-	if id == "" {
+func (c *Handler) parseReconcile(getenv func(string) string) []error {
+	if c.AOAI.ResourceID == "" {
 		return nil
 	}
 	var errs []error
-	r := &Reconcile{ResourceID: id, MonitorEndpoint: strings.TrimRight(getenv("OFFPATH_MONITOR_ENDPOINT"), "/"),
-		Tolerance: reconcile.DefaultTolerance, MinTokens: reconcile.DefaultMinTokens, Settle: reconcile.DefaultSettle,
-		Period: time.Hour, GlobalBatch: reconcile.BatchByDay, ClientID: getenv("OFFPATH_AOAI_CLIENT_ID")}
-	if !strings.Contains(strings.ToLower(id), "/providers/microsoft.cognitiveservices/accounts/") {
-		errs = append(errs, fmt.Errorf("OFFPATH_AOAI_RESOURCE_ID %q: must be the Azure OpenAI resource's id (…/providers/Microsoft.CognitiveServices/accounts/{name})", id))
-	}
+	r := &Reconcile{MonitorEndpoint: strings.TrimRight(getenv("OFFPATH_MONITOR_ENDPOINT"), "/")}
 	if s := getenv("OFFPATH_RECONCILE_TOLERANCE"); s != "" {
-		v, err := strconv.ParseFloat(s, 64)
-		if err != nil || v <= 0 || v >= 1 {
+		if v, err := strconv.ParseFloat(s, 64); err != nil || v <= 0 || v >= 1 {
 			errs = append(errs, fmt.Errorf("OFFPATH_RECONCILE_TOLERANCE %q: must be a fraction between 0 and 1", s))
+		} else {
+			r.Tolerance = v
 		}
-		r.Tolerance = v
 	}
 	if s := getenv("OFFPATH_RECONCILE_MIN_TOKENS"); s != "" {
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || v < 1 {
+		if v, err := strconv.ParseInt(s, 10, 64); err != nil || v < 1 {
 			errs = append(errs, fmt.Errorf("OFFPATH_RECONCILE_MIN_TOKENS %q: must be a positive number of tokens", s))
+		} else {
+			r.MinTokens = v
 		}
-		r.MinTokens = v
 	}
 	if s := getenv("OFFPATH_RECONCILE_SETTLE"); s != "" {
-		v, err := time.ParseDuration(s)
-		if err != nil || v <= 0 || v >= 24*time.Hour {
+		if v, err := time.ParseDuration(s); err != nil || v <= 0 || v >= 24*time.Hour {
 			errs = append(errs, fmt.Errorf("OFFPATH_RECONCILE_SETTLE %q: must be a duration between 0 and 24h", s))
+		} else {
+			r.Settle = v
 		}
-		r.Settle = v
 	}
 	if s := getenv("OFFPATH_RECONCILE_PERIOD"); s != "" {
-		v, err := time.ParseDuration(s)
-		if err != nil || !slices.Contains(reconcile.Periods, v) {
+		if v, err := time.ParseDuration(s); err != nil || !slices.Contains(reconcile.Periods, v) {
 			errs = append(errs, fmt.Errorf("OFFPATH_RECONCILE_PERIOD %q: must be one of 1m, 5m, 15m, 30m, 1h", s))
+		} else {
+			r.Period = v
 		}
-		r.Period = v
 	}
 	switch s := reconcile.BatchMode(getenv("OFFPATH_RECONCILE_GLOBAL_BATCH")); s {
 	case "":

@@ -19,15 +19,15 @@ func TestLoadHandler_Reconcile(t *testing.T) {
 		name    string
 		env     map[string]string
 		wantErr string
-		check   func(t *testing.T, r *config.Reconcile)
+		check   func(t *testing.T, r *config.Reconcile, a config.AOAI)
 	}{
-		{name: "off without a resource id", env: with(), check: func(t *testing.T, r *config.Reconcile) {
+		{name: "off without a resource id", env: with(), check: func(t *testing.T, r *config.Reconcile, a config.AOAI) {
 			if r != nil {
 				t.Errorf("Reconcile = %+v, want nil", r)
 			}
 		}},
-		{name: "defaults", env: with("OFFPATH_AOAI_RESOURCE_ID", accountID), check: func(t *testing.T, r *config.Reconcile) {
-			if r == nil || r.ResourceID != accountID || r.Tolerance != 0.01 || r.MinTokens != 100 || r.Settle != 20*time.Minute || r.MonitorEndpoint != "" ||
+		{name: "defaults", env: with("OFFPATH_AOAI_RESOURCE_ID", accountID), check: func(t *testing.T, r *config.Reconcile, a config.AOAI) {
+			if r == nil || a.ResourceID != accountID || r.Tolerance != 0.01 || r.MinTokens != 100 || r.Settle != 20*time.Minute || r.MonitorEndpoint != "" ||
 				r.Period != time.Hour || r.GlobalBatch != reconcile.BatchByDay {
 				t.Errorf("Reconcile = %+v", r)
 			}
@@ -35,7 +35,7 @@ func TestLoadHandler_Reconcile(t *testing.T) {
 		{name: "set", env: with("OFFPATH_AOAI_RESOURCE_ID", accountID, "OFFPATH_RECONCILE_TOLERANCE", "0.05", "OFFPATH_RECONCILE_MIN_TOKENS", "1000",
 			"OFFPATH_RECONCILE_SETTLE", "45m", "OFFPATH_MONITOR_ENDPOINT", "https://management.usgovcloudapi.net/",
 			"OFFPATH_RECONCILE_PERIOD", "5m", "OFFPATH_RECONCILE_GLOBAL_BATCH", "skip"),
-			check: func(t *testing.T, r *config.Reconcile) {
+			check: func(t *testing.T, r *config.Reconcile, a config.AOAI) {
 				if r.Tolerance != 0.05 || r.MinTokens != 1000 || r.Settle != 45*time.Minute || r.MonitorEndpoint != "https://management.usgovcloudapi.net" ||
 					r.Period != 5*time.Minute || r.GlobalBatch != reconcile.BatchSkip {
 					t.Errorf("Reconcile = %+v", r)
@@ -45,7 +45,7 @@ func TestLoadHandler_Reconcile(t *testing.T) {
 		{name: "bad tolerance", env: with("OFFPATH_AOAI_RESOURCE_ID", accountID, "OFFPATH_RECONCILE_TOLERANCE", "5"), wantErr: "OFFPATH_RECONCILE_TOLERANCE"},
 		{name: "bad min tokens", env: with("OFFPATH_AOAI_RESOURCE_ID", accountID, "OFFPATH_RECONCILE_MIN_TOKENS", "-1"), wantErr: "OFFPATH_RECONCILE_MIN_TOKENS"},
 		{name: "bad settle", env: with("OFFPATH_AOAI_RESOURCE_ID", accountID, "OFFPATH_RECONCILE_SETTLE", "forever"), wantErr: "OFFPATH_RECONCILE_SETTLE"},
-		{name: "period of a minute", env: with("OFFPATH_AOAI_RESOURCE_ID", accountID, "OFFPATH_RECONCILE_PERIOD", "1m"), check: func(t *testing.T, r *config.Reconcile) {
+		{name: "period of a minute", env: with("OFFPATH_AOAI_RESOURCE_ID", accountID, "OFFPATH_RECONCILE_PERIOD", "1m"), check: func(t *testing.T, r *config.Reconcile, a config.AOAI) {
 			if r.Period != time.Minute {
 				t.Errorf("Period = %v, want 1m", r.Period)
 			}
@@ -60,7 +60,7 @@ func TestLoadHandler_Reconcile(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			if c, ok := loadCase(t, tt.env, tt.wantErr); ok {
-				tt.check(t, c.Reconcile)
+				tt.check(t, c.Reconcile, c.AOAI)
 			}
 		})
 	}

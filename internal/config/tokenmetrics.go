@@ -14,8 +14,8 @@ import (
 type TokenMetrics struct {
 	// ConnectionString is APPLICATIONINSIGHTS_CONNECTION_STRING, the
 	// Functions host's own setting: metrics go to that component. It
-	// locates the component and is not logged.
-	ConnectionString string `json:"-"`
+	// locates the component and is secret: never logged, printed redacted.
+	ConnectionString Secret `json:"connection_string"`
 	AppInsights      bool   `json:"app_insights"`
 	// Entra is set when APPLICATIONINSIGHTS_AUTHENTICATION_STRING says
 	// "Authorization=AAD" (the component refuses instrumentation keys);
@@ -33,8 +33,8 @@ type TokenMetrics struct {
 	PrometheusAddr string `json:"prometheus_addr,omitempty"`
 }
 
-func (c *Handler) loadTokenMetrics(getenv func(string) string) []error {
-	m := &TokenMetrics{ConnectionString: strings.TrimSpace(getenv("APPLICATIONINSIGHTS_CONNECTION_STRING")),
+func (c *Handler) parseTokenMetrics(getenv func(string) string) []error {
+	m := &TokenMetrics{ConnectionString: Secret(strings.TrimSpace(getenv("APPLICATIONINSIGHTS_CONNECTION_STRING"))),
 		File: strings.TrimSpace(getenv("OFFPATH_TOKEN_METRICS_FILE")), PrometheusAddr: strings.TrimSpace(getenv("OFFPATH_METRICS_ADDR"))}
 	m.AppInsights = m.ConnectionString != ""
 	if m.ConnectionString == "" && m.File == "" && m.PrometheusAddr == "" {
@@ -54,7 +54,7 @@ func (c *Handler) loadTokenMetrics(getenv func(string) string) []error {
 		}
 	}
 	if m.AppInsights {
-		if _, err := tokenmetrics.ParseConnectionString(m.ConnectionString); err != nil {
+		if _, err := tokenmetrics.ParseConnectionString(m.ConnectionString.Reveal()); err != nil {
 			errs = append(errs, fmt.Errorf("APPLICATIONINSIGHTS_CONNECTION_STRING: %w", err))
 		}
 	}
