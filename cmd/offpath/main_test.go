@@ -332,6 +332,41 @@ func TestCLI_BatchDeployments(t *testing.T) {
 	}
 }
 
+// A tenant's data zone, set at creation or later: the list shows it, an
+// alias without a deployment in the zone is named, a malformed zone is
+// refused and changes nothing.
+func TestCLI_TenantDataZone(t *testing.T) {
+	t.Parallel()
+	price := `"price":{"input_per_1m":0.1,"cached_input_per_1m":0,"output_per_1m":0.4}`
+	models := `{"version":1,"aliases":{
+		"summarize":{"batch":[{"deployment":"mini-batch-eu",` + price + `,"data_zone":"eu"},{"deployment":"mini-batch",` + price + `}]},
+		"rescore":{"batch":[{"deployment":"big-batch",` + price + `}]}}}`
+	env := map[string]string{"OFFPATH_MODELS": models, "AzureWebJobsStorage": azurite.Start(t).ConnectionString()}
+
+	out := mustRun(t, env, "tenants", "create", "contoso", "-aliases", "summarize,rescore", "-data-zone", "eu")
+	if !strings.Contains(out, "alias rescore has no Global Batch deployment in data zone eu") || strings.Contains(out, "alias summarize") {
+		t.Errorf("create -data-zone eu: want a note on rescore only:\n%s", out)
+	}
+	if out := mustRun(t, env, "tenants", "list"); !regexp.MustCompile(`contoso\s+-\s+active\s+summarize,rescore\s+eu\s`).MatchString(out) {
+		t.Errorf("tenants list lacks the zone:\n%s", out)
+	}
+	if out, err := offpath(t, env, "tenants", "data-zone", "contoso", "Europe!"); err == nil {
+		t.Errorf("a malformed zone was accepted:\n%s", out)
+	}
+	if out := mustRun(t, env, "tenants", "list"); !regexp.MustCompile(`active\s+summarize,rescore\s+eu\s`).MatchString(out) {
+		t.Errorf("a refused change changed the zone:\n%s", out)
+	}
+	if out := mustRun(t, env, "tenants", "data-zone", "contoso", "none"); !strings.Contains(out, "data zone any") || strings.Contains(out, "note:") {
+		t.Errorf("data-zone none:\n%s", out)
+	}
+	if out := mustRun(t, env, "tenants", "list"); !regexp.MustCompile(`active\s+summarize,rescore\s+-\s`).MatchString(out) {
+		t.Errorf("the zone was not cleared:\n%s", out)
+	}
+	if _, err := offpath(t, env, "tenants", "data-zone", "ghost", "eu"); err == nil {
+		t.Error("data-zone of a tenant that does not exist: no error")
+	}
+}
+
 func TestThousands(t *testing.T) {
 	t.Parallel()
 	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -1234: "-1,234"} {

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/tenant"
 )
 
@@ -16,7 +18,8 @@ func (c *cli) tenants(ctx context.Context, args []string) error {
 		"suspend":    func(a []string) error { return c.setState(ctx, a, tenant.Suspended) },
 		"activate":   func(a []string) error { return c.setState(ctx, a, tenant.Active) },
 		"rotate-key": func(a []string) error { return c.rotateKey(ctx, a) },
-	}, "create, list, suspend, activate, rotate-key")
+		"data-zone":  func(a []string) error { return c.setDataZone(ctx, a) },
+	}, "create, list, suspend, activate, rotate-key, data-zone")
 }
 
 // issuedKey is a new API key as -json prints it.
@@ -36,6 +39,7 @@ func (c *cli) createTenant(ctx context.Context, args []string) error {
 	aliases := fs.String("aliases", "", "model aliases the tenant may use, comma-separated")
 	budget := fs.Int64("budget", 0, "monthly token budget (0: none)")
 	apps := fs.String("app-id", "", "Entra ID application ids that authenticate as the tenant, comma-separated")
+	zone := fs.String("data-zone", "", "data zone the tenant's batch work must stay in (e.g. eu; default: any)")
 	asJSON := fs.Bool("json", false, "print the key as JSON")
 	pos, err := c.parse(fs, args)
 	if err != nil {
@@ -50,7 +54,7 @@ func (c *cli) createTenant(ctx context.Context, args []string) error {
 		return err
 	}
 	t := tenant.New(id, *name, c.now())
-	t.Aliases, t.MonthlyTokenBudget, t.AppIDs = split(*aliases), *budget, split(*apps)
+	t.Aliases, t.MonthlyTokenBudget, t.AppIDs, t.DataZone = split(*aliases), *budget, split(*apps), *zone
 	for _, a := range t.Aliases {
 		if _, ok := cat.Alias(a); !ok {
 			return usagef("alias %q is not in the model catalog (known: %s)", a, strings.Join(cat.Names(), ", "))
@@ -74,7 +78,59 @@ func (c *cli) createTenant(ctx context.Context, args []string) error {
 		return c.printJSON(issuedKey{Tenant: t.ID, KeyID: k.ID, Key: key})
 	}
 	fmt.Fprintf(c.out, "created tenant %s\n\nAPI key (shown only now; store it safely):\n\n  %s\n\n", t.ID, key)
+	c.zoneNotes(cat, t)
 	return nil
+}
+
+// setDataZone changes the data zone a tenant's batch work must stay in
+// ("none": any). Jobs already submitted keep their deployments.
+func (c *cli) setDataZone(ctx context.Context, args []string) error {
+	fs := c.flags("tenants data-zone", "ID ZONE", "Keep the tenant's new batch jobs on deployments of data zone ZONE (none: any zone).")
+	pos, err := c.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usagef("want a tenant id and a data zone (or none)")
+	}
+	id, zone := pos[0], pos[1]
+	if zone == "none" {
+		zone = ""
+	}
+	cat, err := c.catalog()
+	if err != nil {
+		return err
+	}
+	tenants, _, err := c.stores()
+	if err != nil {
+		return err
+	}
+	t, err := tenants.Update(ctx, id, func(t *tenant.Tenant) error {
+		t.DataZone, t.Updated = zone, c.now().UTC()
+		if err := t.Validate(); err != nil {
+			return usageError{err}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.out, "tenant %s: batch work in data zone %s (new jobs; jobs already submitted keep their deployments)\n", id, cmp.Or(zone, "any"))
+	c.zoneNotes(cat, t)
+	return nil
+}
+
+// zoneNotes says which of the tenant's aliases have batch deployments but
+// none in its data zone: their batch jobs will be refused.
+func (c *cli) zoneNotes(cat *catalog.Catalog, t tenant.Tenant) {
+	if t.DataZone == "" {
+		return
+	}
+	for _, name := range t.Aliases {
+		if a, ok := cat.Alias(name); ok && len(a.BatchFor("")) > 0 && len(a.BatchFor(t.DataZone)) == 0 {
+			fmt.Fprintf(c.out, "note: alias %s has no Global Batch deployment in data zone %s: the tenant's batch jobs on it will be refused\n", name, t.DataZone)
+		}
+	}
 }
 
 func (c *cli) listTenants(ctx context.Context, args []string) error {
@@ -127,14 +183,14 @@ func (c *cli) listTenants(ctx context.Context, args []string) error {
 		_, err := fmt.Fprintln(c.out, "no tenants (offpath tenants create ID makes one)")
 		return err
 	}
-	g := &grid{right: []bool{false, false, false, false, true, false, true, false}}
-	g.add("ID", "NAME", "STATE", "ALIASES", "MONTHLY BUDGET", "KEYS", "APP IDS", "CREATED")
+	g := &grid{right: []bool{false, false, false, false, false, true, false, true, false}}
+	g.add("ID", "NAME", "STATE", "ALIASES", "DATA ZONE", "MONTHLY BUDGET", "KEYS", "APP IDS", "CREATED")
 	for _, t := range list {
 		budget := "-"
 		if t.MonthlyTokenBudget > 0 {
 			budget = thousands(t.MonthlyTokenBudget)
 		}
-		g.add(t.ID, dash(t.DisplayName), string(t.State), dash(strings.Join(t.Aliases, ",")),
+		g.add(t.ID, dash(t.DisplayName), string(t.State), dash(strings.Join(t.Aliases, ",")), dash(t.DataZone),
 			budget, keysSummary(t.Keys, c.now()), fmt.Sprint(len(t.AppIDs)), t.Created.Format("2006-01-02"))
 	}
 	return g.write(c.out)
