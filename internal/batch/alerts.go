@@ -29,6 +29,9 @@ const (
 	AlertHarvestFailing = "harvest_failing"
 	// AlertAzureAuth: Azure OpenAI refuses offpath's credential.
 	AlertAzureAuth = "azure_auth"
+	// AlertDeadlineFallback: a part cannot finish by its job's
+	// complete_by; the rest of its items run synchronously.
+	AlertDeadlineFallback = "deadline_fallback"
 )
 
 // Alerter raises alerts (package alert's Sender).

@@ -112,11 +112,45 @@
 // part: items = ok + refused + failed + expired + cancelled, with items
 // that no output mentions given the outcome the batch's end implies.
 //
+// # Deadlines
+//
+// A job may carry CompleteBy, when its answers are needed: at least
+// MinCompleteBy (1 h) and at most MaxCompleteBy (7 days) after submission,
+// for an alias with a queue deployment. Every tick checks each part not
+// yet ended against it (Service.risk, deadline.go). With M the part's
+// margin — CancelAllowance (15 min: Azure's cancelling takes up to 10) to
+// cancel and harvest, plus its lines at FallbackRate (60) a minute — a
+// part is at risk when it is still held, still validating, or running
+// with no line done at CompleteBy − M − StartAllowance (30 min); when it
+// has run SlowAfter (10 min) and its pace so far (lines done since
+// submission) would finish it after CompleteBy − M; and in any case at
+// CompleteBy − M. Then offpath stops waiting for it: a held part ends at
+// once, a submitted one is cancelled at Azure and harvested as usual when
+// it ends (its done lines billed at the batch price), and the part
+// becomes "fallback". Its items the batch did not run (cancelled or
+// expired) then go, in line order, FallbackConcurrency at a time and for
+// at most FallbackSlice per tick, through Options.Sync: the queue path's
+// synchronous client on the alias's queue deployment, paced by a
+// ratelimit.Capped so that the fallback takes at most a quarter of the
+// deployment's budget and document ingestion keeps the rest. Each answer
+// is kept as a batch output line in {part}.sync.{line}.jsonl before its
+// ledger row (path queue, the synchronous price, unit FallbackUnit: one
+// per item) is written; Fallback.Done advances after each group. A run
+// cut short anywhere resumes at Done and reads the kept answers instead of
+// asking again, so an item is asked twice only if the process dies
+// between Azure's answer and the keeping of it, and is never booked
+// twice. When every item is answered, the part's results are its batch
+// results with those items replaced (ResultLine.Source "sync"), each item
+// once, and the part is harvested. The fallback raises deadline_fallback
+// and is counted by Options.Decisions (FallbackCounter); Part.Fallback
+// says why it started, how many items came from each source and what the
+// fallback used.
+//
 // # Alerts
 //
 // Raised through an Alerter as error log events with a stable "alert"
 // field: batch_failed, batch_expired, batch_overdue, held_too_long,
 // output_expiring_unharvested, output_lost, counts_mismatch,
-// harvest_failing, azure_auth. Transitions alert once; lingering conditions
+// harvest_failing, azure_auth, deadline_fallback. Transitions alert once; lingering conditions
 // at most once per Realert per job.
 package batch

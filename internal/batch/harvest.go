@@ -139,7 +139,7 @@ func (s *Service) harvest(ctx context.Context, j Job, i int, owner string) (Job,
 			return errSkip
 		}
 		now := s.now()
-		q.Status, q.HarvestedAt = PartHarvested, now
+		q.Status, q.HarvestedAt = harvestedStatus(q), now
 		q.Counts, q.Usage, q.Mismatch, q.ResultsBlob = sum.counts, sum.usage, mismatch, resultsBlob(j, q)
 		for _, id := range leftover {
 			if !slices.Contains(j.Cleanup, id) {

@@ -54,6 +54,10 @@ const (
 	PartDone PartStatus = "done"
 	// PartHarvested: results written and usage recorded.
 	PartHarvested PartStatus = "harvested"
+	// PartFallback: the part could no longer finish by its job's
+	// complete_by; what its batch did is harvested and the rest of its
+	// items run synchronously (see deadline.go).
+	PartFallback PartStatus = "fallback"
 )
 
 // Outcome of one item, as the results file reports it.
@@ -232,6 +236,9 @@ type Part struct {
 	Mismatch string `json:"mismatch,omitempty"`
 	// HarvestErrors counts harvest attempts that failed, for alerting.
 	HarvestErrors int `json:"harvest_errors,omitempty"`
+	// Fallback is set once the part was found unable to finish by the
+	// job's CompleteBy (see deadline.go).
+	Fallback *Fallback `json:"fallback,omitempty"`
 }
 
 // azureTerminal reports whether the part's batch finished at Azure.
@@ -267,6 +274,10 @@ type Job struct {
 	// enqueued-token estimate plus the completion allowance.
 	EstimatedTokens int64  `json:"estimated_tokens"`
 	IdempotencyKey  string `json:"idempotency_key,omitempty"`
+	// CompleteBy is when the tenant needs the answers (zero: no
+	// deadline); parts that can no longer finish by then fall back to the
+	// synchronous deployment (see deadline.go).
+	CompleteBy time.Time `json:"complete_by,omitzero"`
 
 	CancelRequested   bool      `json:"cancel_requested,omitempty"`
 	CancelRequestedAt time.Time `json:"cancel_requested_at,omitzero"`
@@ -295,11 +306,14 @@ func (j *Job) Counts() Counts {
 	return c
 }
 
-// Usage sums the parts' harvested usage.
+// Usage sums the parts' harvested usage, their fallbacks' included.
 func (j *Job) Usage() Usage {
 	var u Usage
 	for i := range j.Parts {
 		u.add(j.Parts[i].Usage)
+		if f := j.Parts[i].Fallback; f != nil {
+			u.add(f.Usage)
+		}
 	}
 	return u
 }
@@ -318,7 +332,7 @@ func (j *Job) derive() {
 			if p.HeldReason != "" {
 				attempted++
 			}
-		case PartSubmitted:
+		case PartSubmitted, PartFallback:
 			submitted++
 		case PartDone:
 			done++
@@ -348,6 +362,9 @@ func (j *Job) derive() {
 func (j *Job) final() State {
 	st := Completed
 	for i := range j.Parts {
+		if f := j.Parts[i].Fallback; f != nil && !f.FinishedAt.IsZero() {
+			continue // what its batch did not do, the fallback did
+		}
 		switch j.Parts[i].AzureStatus {
 		case batchapi.StatusFailed:
 			return Failed

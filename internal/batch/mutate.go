@@ -115,6 +115,10 @@ func cloneJob(j Job) Job {
 		p.PreviousBatchIDs = append([]string(nil), p.PreviousBatchIDs...)
 		p.Errors = append(p.Errors[:0:0], p.Errors...)
 		p.Copies = append([]FileCopy(nil), p.Copies...)
+		if p.Fallback != nil {
+			f := *p.Fallback
+			p.Fallback = &f
+		}
 		c.Parts[i] = p
 	}
 	if j.Alerts != nil {

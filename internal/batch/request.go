@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/offpath/offpath/internal/batchfile"
@@ -40,6 +41,9 @@ type Request struct {
 	Fingerprint string
 	Items       []Item
 	InputBlob   string
+	// CompleteBy is when the answers are needed (zero: no deadline); see
+	// checkCompleteBy for what is accepted.
+	CompleteBy time.Time
 	// Attributes are recorded with the job for the door that submitted it
 	// (the OpenAI-compatible door keeps its input file id there); they are
 	// not the tenant's metadata.

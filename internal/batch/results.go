@@ -21,6 +21,9 @@ type ResultLine struct {
 	Usage        *ResultUsage `json:"usage,omitempty"`
 	Part         int          `json:"part"`
 	Line         int          `json:"line"`
+	// Source is SourceSync for an item the deadline fallback answered
+	// (empty: the batch).
+	Source string `json:"source,omitempty"`
 }
 
 // ResultError says why an item failed, expired or was cancelled.

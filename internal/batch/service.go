@@ -220,6 +220,18 @@ type Options struct {
 	// as held_too_long is raised for it (package webhook's Announcer),
 	// within a few seconds; its failure is logged, never the poll tick's.
 	Announcer Announcer
+	// Sync, if set, is the queue path's synchronous client (package llm,
+	// paced by a ratelimit.Capped): the items of parts that cannot finish
+	// by their job's CompleteBy run through it, on the alias's queue
+	// deployment. Without it, deadlines are recorded but not acted on.
+	Sync Sync
+	// CancelAllowance, StartAllowance, SlowAfter and FallbackRate shape
+	// the deadline rule (see Service.risk); FallbackConcurrency bounds the
+	// synchronous requests of one part at once, FallbackSlice the time one
+	// tick spends on one part's fallback.
+	CancelAllowance, StartAllowance, SlowAfter time.Duration
+	FallbackRate, FallbackConcurrency          int
+	FallbackSlice                              time.Duration
 	// Now is the clock; Rand makes job ids.
 	Now  func() time.Time
 	Rand io.Reader
@@ -302,6 +314,7 @@ func New(o Options) (*Service, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	o.setDeadlineDefaults()
 	def(&o.CoolOff, DefaultCoolOff)
 	defInt(&o.CoolOffFailures, DefaultCoolOffFailures)
 	// A deployment's quota is the setting's, else what the catalog states.

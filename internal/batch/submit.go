@@ -46,6 +46,9 @@ func (s *Service) Submit(ctx context.Context, t tenant.Tenant, r Request) (job J
 	if len(deps) == 0 {
 		return Job{}, false, invalid("no_deployment_in_data_zone", "alias %q has no batch deployment in data zone %q", r.Alias, t.DataZone)
 	}
+	if err := s.checkCompleteBy(r.CompleteBy, &alias); err != nil {
+		return Job{}, false, err
+	}
 	if r.InputBlob != "" {
 		if err := checkInputBlob(t.ID, r.InputBlob); err != nil {
 			return Job{}, false, err
@@ -63,7 +66,7 @@ func (s *Service) Submit(ctx context.Context, t tenant.Tenant, r Request) (job J
 		return Job{}, false, err
 	}
 	job = Job{ID: id, Tenant: t.ID, Alias: r.Alias, DataZone: t.DataZone, Created: now, Updated: now, Source: "inline",
-		Metadata: r.Metadata, IdempotencyKey: r.IdempotencyKey, Attributes: r.Attributes}
+		Metadata: r.Metadata, IdempotencyKey: r.IdempotencyKey, Attributes: r.Attributes, CompleteBy: r.CompleteBy.UTC()}
 	if r.InputBlob != "" {
 		job.Source = r.InputBlob
 	}

@@ -150,7 +150,13 @@ func (s *Service) pollJob(ctx context.Context, t *tick, ref ActiveRef, pre *Job)
 	if j, err = s.pollParts(ctx, t, j); err != nil {
 		errs = append(errs, err)
 	}
+	if j, err = s.deadlines(ctx, j); err != nil {
+		errs = append(errs, err)
+	}
 	if j, err = s.harvestParts(ctx, t, j); err != nil {
+		errs = append(errs, err)
+	}
+	if j, err = s.fallbackParts(ctx, t, j); err != nil {
 		errs = append(errs, err)
 	}
 	if j, err = s.cleanup(ctx, j); err != nil {

@@ -1,6 +1,7 @@
 package aoaisim
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -48,12 +49,22 @@ func (r *batchRun) status() string {
 
 func (r *batchRun) run(ctx context.Context) error {
 	s, b := r.s, r.b
-	validatedAt := b.CreatedAt.Add(s.cfg.Batch.ValidationTime.D())
-	if err := s.clock.WaitUntil(ctx, validatedAt, b.wake); err != nil {
-		return nil // server closing
+	hold := s.faults.holdValidating(b.Deployment)
+	validatedAt := b.CreatedAt.Add(s.cfg.Batch.ValidationTime.D() + hold)
+	expiring := hold > 0 && s.cfg.Batch.Expiry == ExpiryExpire && validatedAt.After(b.ExpiresAt)
+	if expiring {
+		validatedAt = b.ExpiresAt
 	}
-	if r.status() == statusCancelling {
-		return r.cancel(ctx, nil, 0)
+	for {
+		if err := s.clock.WaitUntil(ctx, validatedAt, b.wake); err != nil {
+			return nil // server closing
+		}
+		if r.status() == statusCancelling {
+			return r.cancel(ctx, nil, 0)
+		}
+		if !s.clock.Now().Before(validatedAt) {
+			break
+		}
 	}
 	rec, f, err := s.files.open(b.InputFileID, s.clock.Now())
 	if err != nil {
@@ -61,6 +72,13 @@ func (r *batchRun) run(ctx context.Context) error {
 		return nil
 	}
 	r.input, r.rec = f, rec
+	if expiring { // the window closed while the job was still validating
+		w, err := newOutputWriter(s.files, s.cfg.Batch.ShuffleWindow, seedOf([]byte(b.ID)))
+		if err != nil {
+			return fmt.Errorf("open output: %w", err)
+		}
+		return r.expire(w, bufio.NewReaderSize(f, 256<<10), nil, lineProgress{})
+	}
 	v, err := s.validateInput(f, rec, b.Endpoint)
 	if err != nil {
 		return fmt.Errorf("validate input: %w", err)

@@ -53,6 +53,13 @@ type FaultRule struct {
 	// OutputFileDelay makes matching batches (by deployment) report completed
 	// without output_file_id and error_file_id for this long (simulated time).
 	OutputFileDelay Duration `json:"output_file_delay,omitempty"`
+	// HoldValidating keeps matching batches (by deployment, created while
+	// the rule is in force) in validating this much longer than the
+	// configured validation time (simulated time), as Azure does with a
+	// busy region. A cancel still moves such a batch to cancelling, then
+	// cancelled; one whose completion window closes first expires with
+	// every line in the error file as batch_expired.
+	HoldValidating Duration `json:"hold_validating,omitempty"`
 	// AfterCommit applies the rule's latency and faults to the reply of a
 	// request that has been carried out: on the routes that change state
 	// (files_create, files_delete, batches_create, batches_cancel) the file
@@ -77,7 +84,7 @@ func (r FaultRule) validate() error {
 	if r.ErrorStatus != 0 && r.ErrorStatus != http.StatusInternalServerError && r.ErrorStatus != http.StatusServiceUnavailable {
 		return fmt.Errorf("error_status %d is not 500 or 503", r.ErrorStatus)
 	}
-	if r.Latency < 0 || r.OutputFileDelay < 0 {
+	if r.Latency < 0 || r.OutputFileDelay < 0 || r.HoldValidating < 0 {
 		return errors.New("negative duration")
 	}
 	if r.Times < 0 {
@@ -180,6 +187,20 @@ func (f *faults) outputFileDelay(deployment string) time.Duration {
 	for _, r := range f.rules {
 		if r.matches(RouteBatchesGet, deployment) {
 			d = max(d, r.OutputFileDelay.D())
+		}
+	}
+	return d
+}
+
+// holdValidating is the largest HoldValidating of the rules matching a
+// batch of deployment.
+func (f *faults) holdValidating(deployment string) time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var d time.Duration
+	for _, r := range f.rules {
+		if r.matches(RouteBatchesCreate, deployment) {
+			d = max(d, r.HoldValidating.D())
 		}
 	}
 	return d

@@ -112,13 +112,16 @@ func ParseFaultRule(s string) (FaultRule, error) {
 			r.HangRate, perr = strconv.ParseFloat(v, 64)
 		case "error_status":
 			r.ErrorStatus, perr = strconv.Atoi(v)
-		case "latency", "output_file_delay":
+		case "latency", "output_file_delay", "hold_validating":
 			var d time.Duration
 			d, perr = time.ParseDuration(v)
-			if k == "latency" {
+			switch k {
+			case "latency":
 				r.Latency = Duration(d)
-			} else {
+			case "output_file_delay":
 				r.OutputFileDelay = Duration(d)
+			default:
+				r.HoldValidating = Duration(d)
 			}
 		default:
 			return FaultRule{}, fmt.Errorf("parse fault: unknown key %q", k)
