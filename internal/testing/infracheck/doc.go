@@ -20,6 +20,9 @@
 //   - every functions/*/function.json agrees with host.json, with the
 //     handler's registered routes and with the settings the infra passes
 //     (each connection has its identity-based settings where it runs);
+//   - every OFFPATH_* setting the Function App and the AKS workers get is
+//     read by the handler's configuration (config.Inspect, asked what it
+//     looks up) or named by a function binding, so that none is ignored;
 //   - each function runs on exactly one host, as the Functions host decides
 //     it from the allow-list and Disabled settings (valid app-setting names
 //     only): the AKS workers run what their ScaledObject's queue triggers,
