@@ -70,7 +70,7 @@ func newBatch(cfg config.Handler, s *services, t tenancy, logger zerolog.Logger)
 	svc, err := batch.New(batch.Options{
 		Jobs: jobs, Blobs: store,
 		Azure: azure, Ledger: t.ledger, Budgets: ledger.NewBudgets(t.ledger), Catalog: cfg.Catalog,
-		Alerts: alerts, Quota: b.Quota, CoolOff: b.CoolOff, Decisions: decisions,
+		Alerts: alerts, Quota: b.Quota, CoolOff: b.CoolOff, CoolOffFailures: b.CoolOffFailures, Decisions: decisions,
 		PollInterval: b.PollInterval, LeaseTTL: b.LeaseTTL, Concurrency: b.Concurrency,
 		BackoffBase: b.BackoffBase, HeldAlert: b.HeldAlert, OverdueMargin: b.OverdueMargin, OutputExpiry: batchapi.DefaultOutputExpiry,
 		Announcer: webhook.NewAnnouncer(t.webhooks, nil),

@@ -27,6 +27,10 @@ type Batch struct {
 	// deployment that refused a part for quota, or failed creates
 	// repeatedly, is skipped by parts that have another.
 	CoolOff time.Duration `json:"cool_off"`
+	// CoolOffFailures is OFFPATH_BATCH_COOLOFF_FAILURES (default 2): how
+	// many creates in a row may fail at a deployment (5xx or no answer,
+	// after the client's own retries) before it cools off.
+	CoolOffFailures int `json:"cool_off_failures"`
 	// BackoffBase is OFFPATH_BATCH_BACKOFF_BASE (default 30s): the first
 	// wait after Azure refuses a job for quota, doubled on each refusal.
 	BackoffBase time.Duration `json:"backoff_base"`
@@ -52,6 +56,14 @@ func (c *Handler) parseBatch(getenv func(string) string) []error {
 			errs = append(errs, fmt.Errorf("OFFPATH_BATCH_POLL_CONCURRENCY %q: must be within 1..256", s))
 		} else {
 			b.Concurrency = n
+		}
+	}
+	if s := getenv("OFFPATH_BATCH_COOLOFF_FAILURES"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 100 {
+			errs = append(errs, fmt.Errorf("OFFPATH_BATCH_COOLOFF_FAILURES %q: must be within 1..100", s))
+		} else {
+			b.CoolOffFailures = n
 		}
 	}
 	var err error

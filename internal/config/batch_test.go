@@ -35,6 +35,19 @@ func TestLoadHandler_Batch(t *testing.T) {
 		{name: "endpoint with a path", env: with("OFFPATH_AOAI_ENDPOINT", "https://res.openai.azure.com/openai/v1"), wantErr: "OFFPATH_AOAI_ENDPOINT"},
 		{name: "bad surface", env: with("OFFPATH_AOAI_ENDPOINT", "https://res.openai.azure.com", "OFFPATH_AOAI_SURFACE", "v2"), wantErr: "OFFPATH_AOAI_SURFACE"},
 		{name: "bad quota", env: with("OFFPATH_AOAI_ENDPOINT", "https://res.openai.azure.com", "OFFPATH_BATCH_QUOTA", "dep=lots"), wantErr: "OFFPATH_BATCH_QUOTA"},
+		{name: "cool-off after failures", env: with("OFFPATH_AOAI_ENDPOINT", "https://res.openai.azure.com", "OFFPATH_BATCH_COOLOFF_FAILURES", "5"),
+			check: func(t *testing.T, c config.Handler) {
+				if c.Batch == nil || c.Batch.CoolOffFailures != 5 || c.Batch.CoolOff != config.DefaultBatchCoolOff {
+					t.Errorf("Batch = %+v, want 5 failures and the default cool-off", c.Batch)
+				}
+			}},
+		{name: "cool-off failures default", env: with("OFFPATH_AOAI_ENDPOINT", "https://res.openai.azure.com"),
+			check: func(t *testing.T, c config.Handler) {
+				if c.Batch == nil || c.Batch.CoolOffFailures != config.DefaultBatchCoolOffFailures {
+					t.Errorf("Batch = %+v, want the default cool-off failures", c.Batch)
+				}
+			}},
+		{name: "bad cool-off failures", env: with("OFFPATH_AOAI_ENDPOINT", "https://res.openai.azure.com", "OFFPATH_BATCH_COOLOFF_FAILURES", "0"), wantErr: "OFFPATH_BATCH_COOLOFF_FAILURES"},
 		{name: "bad interval", env: with("OFFPATH_AOAI_ENDPOINT", "https://res.openai.azure.com", "OFFPATH_BATCH_POLL_INTERVAL", "-1s"), wantErr: "OFFPATH_BATCH_POLL_INTERVAL"},
 		{name: "http webhook", env: with("OFFPATH_AOAI_ENDPOINT", "https://res.openai.azure.com", "OFFPATH_ALERT_WEBHOOK_URL", "http://hooks.example/x"), wantErr: "OFFPATH_ALERT_WEBHOOK_URL"},
 		{name: "managed identity needs the blob endpoint", env: with("OFFPATH_AOAI_ENDPOINT", "https://res.openai.azure.com",

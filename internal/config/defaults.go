@@ -36,6 +36,7 @@ const (
 	DefaultBatchPollInterval    = time.Minute
 	DefaultBatchPollConcurrency = 16
 	DefaultBatchCoolOff         = 10 * time.Minute
+	DefaultBatchCoolOffFailures = 2
 	DefaultBatchBackoffBase     = 30 * time.Second
 	DefaultBatchHeldAlert       = 6 * time.Hour
 	DefaultBatchOverdueMargin   = 2 * time.Hour
@@ -94,6 +95,7 @@ func (c Handler) WithDefaults() Handler {
 		b.LeaseTTL = cmp.Or(b.LeaseTTL, c.InvocationTimeout+time.Minute)
 		b.Concurrency = cmp.Or(b.Concurrency, DefaultBatchPollConcurrency)
 		b.CoolOff = cmp.Or(b.CoolOff, DefaultBatchCoolOff)
+		b.CoolOffFailures = cmp.Or(b.CoolOffFailures, DefaultBatchCoolOffFailures)
 		b.BackoffBase = cmp.Or(b.BackoffBase, DefaultBatchBackoffBase)
 		b.HeldAlert = cmp.Or(b.HeldAlert, DefaultBatchHeldAlert)
 		b.OverdueMargin = cmp.Or(b.OverdueMargin, DefaultBatchOverdueMargin)
