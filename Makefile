@@ -94,6 +94,8 @@ bench: deps
 	$(GO) test -run '^$$' -bench 'Submit$$' -benchtime 2x -timeout 40m ./internal/batch/
 	$(GO) test -run '^$$' -bench 'Harvest$$' -benchtime 2x -timeout 40m ./internal/batch/
 	$(GO) test -run '^$$' -bench PollTick -benchtime 2x -timeout 40m ./internal/batch/
+	$(GO) test -run '^$$' -bench Retarget -benchtime 1x -count 2 -timeout 20m ./internal/batch/
+	$(GO) test -run '^$$' -bench Spread -benchtime 1x -timeout 20m ./internal/batch/
 	$(GO) test -run '^$$' -bench 'Process$$' -benchtime 200x -benchmem ./internal/ingest/
 	$(GO) test -run '^$$' -bench Process50MB -benchtime 1x -timeout 10m ./internal/ingest/
 	$(GO) test -run '^$$' -bench QuotaAdherence -benchtime 1x ./internal/ingest/
