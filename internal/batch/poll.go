@@ -91,8 +91,10 @@ func (s *Service) pollParts(ctx context.Context, t *tick, j Job) (Job, error) {
 				events = append(events, partEvent{p.Index, ev})
 			}
 			// Nothing new is not worth a write, unless the stored poll time
-			// is getting stale (it is what the status shows).
-			if material(&before, p) || p.PolledAt.Sub(before.PolledAt) > staleAfter*max(s.o.PollInterval, time.Second) {
+			// is getting stale (it is what the status shows) or the part's
+			// next poll is stretched (the stored poll time schedules it).
+			if material(&before, p) || p.PolledAt.Sub(before.PolledAt) > staleAfter*max(s.o.PollInterval, time.Second) ||
+				s.pollGap(p) > s.o.PollInterval {
 				changed = true
 			}
 		}

@@ -168,6 +168,10 @@ type Options struct {
 	Quota map[string]int64
 	// PollInterval is the least time between two polls of one Azure batch.
 	PollInterval time.Duration
+	// PollMaxInterval bounds the time between two polls of a batch whose
+	// expected progress stretches it (cadence.go); default 15 times
+	// PollInterval.
+	PollMaxInterval time.Duration
 	// LeaseTTL is how long a poller's claim on a job lasts; a crashed
 	// poller's work is taken over after it. Keep it above the invocation
 	// timeout.
@@ -292,6 +296,8 @@ func New(o Options) (*Service, error) {
 		o.Containers.Uploads = DefaultUploadsContainer
 	}
 	def(&o.PollInterval, DefaultPollInterval)
+	def(&o.PollMaxInterval, 15*o.PollInterval)
+	o.PollMaxInterval = max(o.PollMaxInterval, o.PollInterval)
 	def(&o.LeaseTTL, DefaultLeaseTTL)
 	defInt(&o.Concurrency, DefaultConcurrency)
 	defInt(&o.AdmitConcurrency, DefaultAdmitConcurrency)

@@ -2,7 +2,6 @@ package batch
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -182,7 +181,8 @@ func (s *Service) writeInput(ctx context.Context, job *Job, r *Request, deployme
 	if err != nil {
 		return 0, fmt.Errorf("input writer: %w", err)
 	}
-	seen := make(map[[16]byte]struct{}, len(r.Items))
+	seen := newIDSet("")
+	defer seen.Close()
 	var completion int64
 	n := 0
 	for it, err := range s.items(ctx, job.Tenant, r) {
@@ -196,11 +196,9 @@ func (s *Service) writeInput(ctx context.Context, job *Job, r *Request, deployme
 		if err := checkItem(&it, n); err != nil {
 			return 0, err
 		}
-		k := itemKey(it.ID)
-		if _, dup := seen[k]; dup {
-			return 0, invalid("duplicate_item_id", "items[%d]: id %q appears twice", n-1, clip(it.ID))
+		if err := seen.Add(it.ID, n-1); err != nil {
+			return 0, err
 		}
-		seen[k] = struct{}{}
 		li := r.lineItem(job.Tenant, &it)
 		if _, err := w.Add(li); err != nil {
 			if errors.Is(err, batchfile.ErrInvalidItem) {
@@ -220,6 +218,9 @@ func (s *Service) writeInput(ctx context.Context, job *Job, r *Request, deployme
 	}
 	if n == 0 {
 		return 0, invalid("no_items", "the input has no items")
+	}
+	if err := seen.Check(); err != nil {
+		return 0, err
 	}
 	parts, err := w.Close()
 	if err != nil {
@@ -253,13 +254,6 @@ func (s *Service) partLimits(deployment string) batchfile.Limits {
 
 func partBlob(j *Job, n int, kind string) string {
 	return j.Tenant + "/" + j.ID + "/part-" + strconv.Itoa(n) + "." + kind
-}
-
-func itemKey(id string) [16]byte {
-	sum := sha256.Sum256([]byte(id))
-	var k [16]byte
-	copy(k[:], sum[:16])
-	return k
 }
 
 // items yields the request's items: inline, or read from the input blob.

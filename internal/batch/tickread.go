@@ -86,11 +86,6 @@ func (s *Service) readActive(ctx context.Context, refs []ActiveRef) map[string]J
 	return out
 }
 
-// pollDue reports whether a part's batch is to be asked about now.
-func (s *Service) pollDue(p *Part, now time.Time) bool {
-	return p.Status == PartSubmitted && p.BatchID != "" && now.Sub(p.PolledAt) >= s.o.PollInterval
-}
-
 // listDue reads the state of every due batch of jobs from Azure's batch
 // list, down to the oldest one's submission; what the list did not show
 // is asked for with a GET each, job by job.
