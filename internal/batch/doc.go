@@ -39,7 +39,8 @@
 // Poll reads the index of active jobs and works on each, at most
 // Concurrency at once; one job's failure never stops the others. Per job:
 // requested cancellations are sent to Azure; submitted parts are polled, no
-// more often than PollInterval; ended parts are harvested; lingering
+// more often than PollInterval and less often while their expected
+// progress says their end is far off (cadence.go); ended parts are harvested; lingering
 // conditions raise alerts. Then held parts are admitted.
 //
 // # Admission: quota, fairness, backoff

@@ -1,10 +1,14 @@
 package batch
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
+	"strconv"
 	"testing"
+	"time"
 )
 
 func TestIDSet(t *testing.T) {
@@ -55,4 +59,61 @@ func TestIDSet(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkIDSet adds 100,000 and 1,000,000 distinct ids and checks them,
+// reporting the heap the set holds at the end of the adds and the time per
+// id, beside the map of every id's digest that the submission kept before.
+//
+//	go test -run '^$' -bench IDSet -benchtime 1x ./internal/batch/
+func BenchmarkIDSet(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("ids=%d", n), func(b *testing.B) {
+			var setHeap, mapHeap float64
+			var setTime, mapTime time.Duration
+			for b.Loop() {
+				base := heapMB()
+				start := time.Now()
+				s := newIDSet(b.TempDir())
+				for i := range n {
+					if err := s.Add("doc-"+strconv.Itoa(i), i); err != nil {
+						b.Fatal(err)
+					}
+				}
+				setHeap = max(setHeap, heapMB()-base)
+				if err := s.Check(); err != nil {
+					b.Fatal(err)
+				}
+				s.Close()
+				setTime += time.Since(start)
+
+				base = heapMB()
+				start = time.Now()
+				seen := map[[16]byte]struct{}{}
+				for i := range n {
+					sum := sha256.Sum256([]byte("doc-" + strconv.Itoa(i)))
+					k := [16]byte(sum[:16])
+					if _, dup := seen[k]; dup {
+						b.Fatal("repeated")
+					}
+					seen[k] = struct{}{}
+				}
+				mapHeap = max(mapHeap, heapMB()-base)
+				mapTime += time.Since(start)
+				runtime.KeepAlive(seen)
+			}
+			b.ReportMetric(setHeap, "set-heap-MB")
+			b.ReportMetric(mapHeap, "map-heap-MB")
+			b.ReportMetric(float64(setTime.Nanoseconds())/float64(b.N*n), "set-ns/id")
+			b.ReportMetric(float64(mapTime.Nanoseconds())/float64(b.N*n), "map-ns/id")
+		})
+	}
+}
+
+// heapMB is the live heap after a collection, in MB.
+func heapMB() float64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return float64(ms.HeapAlloc) / 1e6
 }

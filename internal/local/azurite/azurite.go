@@ -73,6 +73,27 @@ func StartIn(tb testing.TB, dir string) *Azurite {
 	return a
 }
 
+// StartInMemory starts an Azurite that keeps its data in memory only
+// (--inMemoryPersistence) and stops it at the end of the test. Azurite
+// otherwise saves its whole table database to disk every few seconds,
+// which slows a table of hundreds of thousands of rows to a crawl; a
+// benchmark that needs such a table uses this one.
+func StartInMemory(tb testing.TB) *Azurite {
+	tb.Helper()
+	bin, err := Binary()
+	if err != nil {
+		tb.Fatalf("azurite: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	a, err := launch(ctx, bin, tb.TempDir(), io.Discard, true)
+	if err != nil {
+		tb.Fatalf("azurite: %v", err)
+	}
+	tb.Cleanup(a.Stop)
+	return a
+}
+
 // listening matches Azurite's start-up lines, which carry the bound port.
 var listening = regexp.MustCompile(`Azurite (Blob|Queue|Table) service is successfully listening at (http://\S+)`)
 
@@ -80,13 +101,22 @@ var listening = regexp.MustCompile(`Azurite (Blob|Queue|Table) service is succes
 // dir and waits until all three services listen. Azurite's further output goes
 // to logw. Launch is what `make run` and the tests share.
 func Launch(ctx context.Context, bin, dir string, logw io.Writer) (*Azurite, error) {
-	cmd := exec.Command(bin,
-		"--location", dir,
+	return launch(ctx, bin, dir, logw, false)
+}
+
+// launch is Launch; with inMemory the data is kept in memory only, and dir
+// is only the process's working folder.
+func launch(ctx context.Context, bin, dir string, logw io.Writer, inMemory bool) (*Azurite, error) {
+	where := []string{"--location", dir}
+	if inMemory {
+		where = []string{"--inMemoryPersistence"} // Azurite refuses it with --location
+	}
+	cmd := exec.Command(bin, append(where,
 		"--blobHost", "127.0.0.1", "--blobPort", "0",
 		"--queueHost", "127.0.0.1", "--queuePort", "0",
 		"--tableHost", "127.0.0.1", "--tablePort", "0",
 		"--disableTelemetry", "--skipApiVersionCheck", "--loose", "--silent",
-	)
+	)...)
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out, err := cmd.StdoutPipe()
