@@ -91,10 +91,12 @@ func (s *Service) pollParts(ctx context.Context, t *tick, j Job) (Job, error) {
 				events = append(events, partEvent{p.Index, ev})
 			}
 			// Nothing new is not worth a write, unless the stored poll time
-			// is getting stale (it is what the status shows) or the part's
-			// next poll is stretched (the stored poll time schedules it).
-			if material(&before, p) || p.PolledAt.Sub(before.PolledAt) > staleAfter*max(s.o.PollInterval, time.Second) ||
-				s.pollGap(p) > s.o.PollInterval {
+			// is getting stale (it is what the status shows). A stretched
+			// poll (cadence.go) of a batch running as expected brings new
+			// counts, so it is written and its poll time schedules the
+			// next; one that brings nothing new leaves the part due at
+			// every tick until something changes or the stale write.
+			if material(&before, p) || p.PolledAt.Sub(before.PolledAt) > staleAfter*max(s.o.PollInterval, time.Second) {
 				changed = true
 			}
 		}
