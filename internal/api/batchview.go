@@ -121,7 +121,7 @@ func (s *Server) viewJob(j *batch.Job) jobView {
 		}
 		if s.o.Catalog != nil && p.Status == batch.PartHarvested {
 			if price, err := s.o.Catalog.Price(j.Alias, catalog.Batch, p.Deployment); err == nil {
-				cost += price.Cost(p.Usage.PromptTokens, p.Usage.CachedTokens, p.Usage.CompletionTokens)
+				cost += p.Usage.CostAt(price)
 			}
 		}
 	}

@@ -47,7 +47,7 @@ func (a *Auditor) book(ctx context.Context, r *run, b batchapi.Batch, rec Record
 	if rec.Note != "" {
 		notes = append(notes, rec.Note)
 	}
-	var u batch.Usage
+	var u ledger.Usage
 	var unreadable int64
 	files := 0
 	for _, f := range []struct{ id, kind string }{{b.OutputFileID, "output"}, {b.ErrorFileID, "error"}} {
@@ -77,9 +77,7 @@ func (a *Auditor) book(ctx context.Context, r *run, b batchapi.Batch, rec Record
 		unit = OrphanUnit(b.ID)
 	}
 	e := ledger.Entry{Tenant: tenantID, Month: ledger.MonthOf(cmp.Or(b.CreatedAt, rec.CreatedAt, rec.AlertedAt)), Path: ledger.Batch,
-		Unit: unit, Alias: alias, Deployment: dep, Usage: ledger.Usage{
-			PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens,
-			ReasoningTokens: u.ReasoningTokens, Requests: u.Requests, Refusals: u.Refusals}}
+		Unit: unit, Alias: alias, Deployment: dep, Usage: u}
 	if alias != Unknown {
 		if err := e.Estimate(a.o.Catalog); err != nil {
 			notes = append(notes, "no price: booked without a cost")
@@ -129,7 +127,7 @@ func (a *Auditor) bookTo(ctx context.Context, rec Record) (string, error) {
 // meter adds the usage of every line of an output or error file to u and
 // returns how many lines could not be read. It keeps nothing of a line
 // but its usage and outcome.
-func (a *Auditor) meter(ctx context.Context, id string, u *batch.Usage) (unreadable int64, err error) {
+func (a *Auditor) meter(ctx context.Context, id string, u *ledger.Usage) (unreadable int64, err error) {
 	body, err := a.o.Azure.OpenFileContent(ctx, id)
 	if err != nil {
 		return 0, err
@@ -148,7 +146,7 @@ func (a *Auditor) meter(ctx context.Context, id string, u *batch.Usage) (unreada
 		if err != nil {
 			return 0, err
 		}
-		u.Meter(&res)
+		batch.Meter(u, &res)
 	}
 }
 

@@ -43,7 +43,7 @@
 //
 // Once such a batch has ended (completed with its files, failed, expired
 // or cancelled), its output and error files are read and every line is
-// metered as the harvest meters offpath's own (batch.Usage.Meter): the
+// metered as the harvest meters offpath's own (batch.Meter): the
 // lines Azure ran are requests with their usage, refusals are counted.
 // The sum goes to the ledger under tenant "unattributed", path batch, unit
 // "second-door:{batch id}" (so that booking again rewrites the same row),

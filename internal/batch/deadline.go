@@ -8,6 +8,7 @@ import (
 
 	"github.com/offpath/offpath/internal/batchapi"
 	"github.com/offpath/offpath/internal/catalog"
+	"github.com/offpath/offpath/internal/ledger"
 )
 
 // Bounds of a job's CompleteBy, from its submission.
@@ -52,9 +53,9 @@ type Fallback struct {
 	FromBatch int64 `json:"from_batch"`
 	// Counts and Usage are the fallback's own (billed at the synchronous
 	// price).
-	Counts     Counts    `json:"counts"`
-	Usage      Usage     `json:"usage"`
-	FinishedAt time.Time `json:"finished_at,omitzero"`
+	Counts     Counts       `json:"counts"`
+	Usage      ledger.Usage `json:"usage"`
+	FinishedAt time.Time    `json:"finished_at,omitzero"`
 }
 
 // FallbackCounter, if Options.Decisions is one, counts the fallbacks

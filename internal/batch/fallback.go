@@ -105,7 +105,7 @@ func (s *Service) fallback(ctx context.Context, j Job, i int, owner string) (Job
 				f.Done, f.Items, f.FromBatch = from+len(group), len(lines), fromBatch
 				for _, g := range got {
 					f.Counts.inc(g.outcome)
-					f.Usage.add(g.usage)
+					f.Usage.Add(g.usage)
 				}
 				return nil
 			}))
@@ -175,7 +175,7 @@ func (s *Service) eachResult(ctx context.Context, blob string, fn func(l *Result
 // itemRun is what one fallback item came to.
 type itemRun struct {
 	outcome Outcome
-	usage   Usage
+	usage   ledger.Usage
 }
 
 // runGroup answers the group's lines at once: each from its kept answer,
@@ -220,15 +220,13 @@ func (s *Service) runItem(ctx context.Context, j *Job, p *Part, line int, input 
 		}
 	}
 	res, o := readAnswer(kept)
-	var u Usage
+	var u ledger.Usage
 	if res != nil {
-		o = u.Meter(res)
+		o = Meter(&u, res)
 	}
 	if u.Requests > 0 || u.PromptTokens > 0 || u.CompletionTokens > 0 {
 		e := ledger.Entry{Tenant: j.Tenant, Month: j.Month(), Path: ledger.Queue, Unit: FallbackUnit(j.ID, p.Index, line),
-			Alias: j.Alias, Deployment: p.Fallback.Deployment, Usage: ledger.Usage{PromptTokens: u.PromptTokens,
-				CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens, ReasoningTokens: u.ReasoningTokens,
-				Requests: u.Requests, Refusals: u.Refusals}}
+			Alias: j.Alias, Deployment: p.Fallback.Deployment, Usage: u}
 		if err := e.Estimate(s.o.Catalog); err != nil {
 			zerolog.Ctx(ctx).Warn().Err(err).Msg("no price for the fallback's usage; recorded without a cost")
 		}

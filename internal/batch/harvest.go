@@ -178,10 +178,9 @@ func resultsBlob(j *Job, p *Part) string { return partBlob(j, p.Index, "results.
 
 // record writes the part's usage to the ledger under a key derived from
 // the job and the part.
-func (s *Service) record(ctx context.Context, j *Job, p *Part, u Usage) error {
+func (s *Service) record(ctx context.Context, j *Job, p *Part, u ledger.Usage) error {
 	e := ledger.Entry{Tenant: j.Tenant, Month: j.Month(), Path: ledger.Batch, Unit: LedgerUnit(j.ID, p.Index),
-		Alias: j.Alias, Deployment: p.Deployment, Usage: ledger.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
-			CachedTokens: u.CachedTokens, ReasoningTokens: u.ReasoningTokens, Requests: u.Requests, Refusals: u.Refusals}}
+		Alias: j.Alias, Deployment: p.Deployment, Usage: u}
 	if err := e.Estimate(s.o.Catalog); err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("no price for the batch usage; recorded without a cost")
 	}

@@ -107,46 +107,17 @@ func (c *Counts) inc(o Outcome) {
 	}
 }
 
-// Usage is what a part (or a job) consumed, exactly as Azure reported it
-// per line.
-type Usage struct {
-	PromptTokens     int64 `json:"prompt_tokens"`
-	CompletionTokens int64 `json:"completion_tokens"`
-	CachedTokens     int64 `json:"cached_tokens"`
-	ReasoningTokens  int64 `json:"reasoning_tokens"`
-	// Requests are the lines Azure ran (answered, refused or failed with
-	// a response); Refusals those a content filter declined.
-	Requests int64 `json:"requests"`
-	Refusals int64 `json:"refusals"`
-}
-
-func (u *Usage) add(o Usage) {
-	u.PromptTokens += o.PromptTokens
-	u.CompletionTokens += o.CompletionTokens
-	u.CachedTokens += o.CachedTokens
-	u.ReasoningTokens += o.ReasoningTokens
-	u.Requests += o.Requests
-	u.Refusals += o.Refusals
-}
-
-func (u *Usage) addLine(x batchfile.Usage) {
-	u.PromptTokens += x.PromptTokens
-	u.CompletionTokens += x.CompletionTokens
-	u.CachedTokens += x.CachedTokens
-	u.ReasoningTokens += x.ReasoningTokens
-}
-
 // Meter adds one line of an output or error file to u, as the harvest
 // bills it, and returns the line's outcome. A line Azure ran (answered,
 // refused, or failed with an HTTP response) is a request, with its usage;
 // a refusal is also a refusal. A line the completion window or a
 // cancellation cut off, or that never got a response, consumed nothing.
 // The second-door audit bills batches offpath did not create with it.
-func (u *Usage) Meter(res *batchfile.Result) Outcome {
+func Meter(u *ledger.Usage, res *batchfile.Result) Outcome {
 	o := outcomeOf(res)
 	if o == OK || o == Refused || (o == FailedOutcome && res.StatusCode != 0) {
 		u.Requests++
-		u.addLine(res.Usage)
+		u.Add(res.Usage)
 		if o == Refused {
 			u.Refusals++
 		}
@@ -227,10 +198,10 @@ type Part struct {
 	// OutputLost: Azure no longer had the files when they were copied.
 	OutputLost bool `json:"output_lost,omitempty"`
 	// ResultsBlob is the per-item results file, in the results container.
-	ResultsBlob string    `json:"results_blob,omitempty"`
-	HarvestedAt time.Time `json:"harvested_at,omitzero"`
-	Counts      Counts    `json:"counts"`
-	Usage       Usage     `json:"usage"`
+	ResultsBlob string       `json:"results_blob,omitempty"`
+	HarvestedAt time.Time    `json:"harvested_at,omitzero"`
+	Counts      Counts       `json:"counts"`
+	Usage       ledger.Usage `json:"usage"`
 	// Mismatch explains a difference between the lines read and Azure's
 	// request_counts (empty when they agree).
 	Mismatch string `json:"mismatch,omitempty"`
@@ -307,12 +278,12 @@ func (j *Job) Counts() Counts {
 }
 
 // Usage sums the parts' harvested usage, their fallbacks' included.
-func (j *Job) Usage() Usage {
-	var u Usage
+func (j *Job) Usage() ledger.Usage {
+	var u ledger.Usage
 	for i := range j.Parts {
-		u.add(j.Parts[i].Usage)
+		u.Add(j.Parts[i].Usage)
 		if f := j.Parts[i].Fallback; f != nil {
-			u.add(f.Usage)
+			u.Add(f.Usage)
 		}
 	}
 	return u

@@ -6,6 +6,7 @@ import (
 
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/batchfile"
+	"github.com/offpath/offpath/internal/ledger"
 )
 
 // A completion the content filter stopped is billed the same whether the
@@ -17,19 +18,19 @@ func TestUsage_MeterCompletionRefusalBothAPIs(t *testing.T) {
 	t.Parallel()
 	chat := `{"custom_id":"a","response":{"status_code":200,"request_id":"r1","body":{"object":"chat.completion","choices":[{"index":0,"finish_reason":"content_filter","message":{"role":"assistant","content":""},"content_filter_results":{"violence":{"filtered":true,"severity":"high"}}}],"usage":{"prompt_tokens":31,"completion_tokens":12,"total_tokens":43,"prompt_tokens_details":{"cached_tokens":4}}}},"error":null}`
 	responses := `{"custom_id":"b","response":{"status_code":200,"request_id":"r2","body":{"object":"response","status":"incomplete","incomplete_details":{"reason":"content_filter"},"output":[],"content_filters":[{"blocked":true,"source_type":"completion","content_filter_results":{"violence":{"filtered":true,"severity":"high"}}}],"usage":{"input_tokens":31,"input_tokens_details":{"cached_tokens":4},"output_tokens":12,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":43}}},"error":null}`
-	meter := func(line string) (batch.Usage, batch.Outcome) {
+	meter := func(line string) (ledger.Usage, batch.Outcome) {
 		t.Helper()
 		res, err := batchfile.NewReader(strings.NewReader(line+"\n"), 0).Next()
 		if err != nil {
 			t.Fatalf("parse %s: %v", line, err)
 		}
-		var u batch.Usage
-		o := u.Meter(&res)
+		var u ledger.Usage
+		o := batch.Meter(&u, &res)
 		return u, o
 	}
 	cu, co := meter(chat)
 	ru, ro := meter(responses)
-	want := batch.Usage{PromptTokens: 31, CompletionTokens: 12, CachedTokens: 4, Requests: 1, Refusals: 1}
+	want := ledger.Usage{PromptTokens: 31, CompletionTokens: 12, CachedTokens: 4, Requests: 1, Refusals: 1}
 	if cu != want || co != batch.Refused {
 		t.Errorf("chat form: %+v %v, want %+v refused", cu, co, want)
 	}

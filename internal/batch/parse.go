@@ -13,12 +13,13 @@ import (
 
 	"github.com/offpath/offpath/internal/batchapi"
 	"github.com/offpath/offpath/internal/batchfile"
+	"github.com/offpath/offpath/internal/ledger"
 )
 
 // partSum is what reading a part's copies found.
 type partSum struct {
 	counts                       Counts
-	usage                        Usage
+	usage                        ledger.Usage
 	lines                        [2]int64 // lines read per file kind (output, errors)
 	unattributed, dup, malformed int64
 }
@@ -205,7 +206,7 @@ func parseFile(r io.Reader, kind int, idx *batchfile.IndexReader, p *Part, seen 
 			continue
 		}
 		seen[line] = true
-		o := sum.usage.Meter(&res)
+		o := Meter(&sum.usage, &res)
 		sum.counts.inc(o)
 		l := resultOf(&res, e.ItemID, p.Index, line, o)
 		if err := out.write(&l); err != nil {

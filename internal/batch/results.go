@@ -88,8 +88,8 @@ func resultOf(res *batchfile.Result, itemID string, part, line int, o Outcome) R
 			l.Error.Code = fmt.Sprintf("http_%d", res.StatusCode)
 		}
 	}
-	if u := res.Usage; u != (batchfile.Usage{}) {
-		l.Usage = &ResultUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
+	if u := res.Usage; !u.IsZero() {
+		l.Usage = &ResultUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens(),
 			CachedTokens: u.CachedTokens, ReasoningTokens: u.ReasoningTokens}
 	}
 	return l

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/batchfile"
+	"github.com/offpath/offpath/internal/ledger"
 )
 
 // outputFile renders n output lines shaped like Azure's (and the
@@ -66,7 +67,7 @@ func BenchmarkParse100k(b *testing.B) {
 		start = time.Now()
 		r := batchfile.NewReader(onlyReader{bytes.NewReader(data)}, 0)
 		var n int
-		var sum batchfile.Usage
+		var sum ledger.Usage
 		for {
 			res, err := r.Next()
 			if errors.Is(err, io.EOF) {
@@ -75,7 +76,7 @@ func BenchmarkParse100k(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			sum = sum.Add(res.Usage)
+			sum.Add(res.Usage)
 			n++
 		}
 		parse += time.Since(start)

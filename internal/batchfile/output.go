@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/offpath/offpath/internal/ledger"
 )
 
 // Outcome is how one request of a batch ended.
@@ -36,28 +38,6 @@ const (
 	RefusedCompletion = "completion" // the answer was filtered: 200, finish_reason content_filter
 )
 
-// Usage is the token usage a line reports, exactly as reported. Chat
-// completions report prompt/completion tokens; the Responses API's
-// input/output tokens are read into the same fields.
-type Usage struct {
-	PromptTokens     int64
-	CompletionTokens int64
-	TotalTokens      int64
-	CachedTokens     int64
-	ReasoningTokens  int64
-}
-
-// Add returns the sum of u and v.
-func (u Usage) Add(v Usage) Usage {
-	return Usage{
-		PromptTokens:     u.PromptTokens + v.PromptTokens,
-		CompletionTokens: u.CompletionTokens + v.CompletionTokens,
-		TotalTokens:      u.TotalTokens + v.TotalTokens,
-		CachedTokens:     u.CachedTokens + v.CachedTokens,
-		ReasoningTokens:  u.ReasoningTokens + v.ReasoningTokens,
-	}
-}
-
 // Result is one line of an output or error file.
 type Result struct {
 	// Line is the 1-based line number in the file.
@@ -79,7 +59,7 @@ type Result struct {
 	// API, the status and the concatenated output text).
 	FinishReason string
 	Text         string
-	Usage        Usage
+	Usage        ledger.Usage
 }
 
 // ErrMalformedLine is wrapped by every LineError.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/offpath/offpath/internal/batchfile"
+	"github.com/offpath/offpath/internal/ledger"
 )
 
 const okLine = `{"id":"batch_req_1","custom_id":"j.0.1.AAAAAAAA","response":{"status_code":200,"request_id":"r1","body":{"id":"chatcmpl-1","object":"chat.completion","model":"gpt-4o-mini-2024-07-18","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"Hello."},"content_filter_results":{"hate":{"filtered":false,"severity":"safe"}}}],"prompt_filter_results":[{"prompt_index":0,"content_filter_results":{"jailbreak":{"filtered":false,"detected":false}}}],"usage":{"prompt_tokens":27,"completion_tokens":24,"total_tokens":51,"prompt_tokens_details":{"cached_tokens":3},"completion_tokens_details":{"reasoning_tokens":5},"future_field":{"x":1}}},"extra":true},"error":null,"surprise":[1,2]}`
@@ -21,11 +22,11 @@ func TestParse_Lines(t *testing.T) {
 	}{
 		{"ok with every usage field and unknown fields", okLine, batchfile.Result{
 			CustomID: "j.0.1.AAAAAAAA", Outcome: batchfile.OK, StatusCode: 200, RequestID: "r1", FinishReason: "stop", Text: "Hello.",
-			Usage: batchfile.Usage{PromptTokens: 27, CompletionTokens: 24, TotalTokens: 51, CachedTokens: 3, ReasoningTokens: 5}}},
+			Usage: ledger.Usage{PromptTokens: 27, CompletionTokens: 24, CachedTokens: 3, ReasoningTokens: 5}}},
 		{"ok without details", `{"custom_id":"a","response":{"status_code":200,"body":{"choices":[{"finish_reason":"length","message":{"content":"Hi"}}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}}}`,
-			batchfile.Result{CustomID: "a", Outcome: batchfile.OK, StatusCode: 200, FinishReason: "length", Text: "Hi", Usage: batchfile.Usage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3}}},
+			batchfile.Result{CustomID: "a", Outcome: batchfile.OK, StatusCode: 200, FinishReason: "length", Text: "Hi", Usage: ledger.Usage{PromptTokens: 1, CompletionTokens: 2}}},
 		{"completion filtered", `{"custom_id":"b","response":{"status_code":200,"request_id":"r","body":{"choices":[{"finish_reason":"content_filter","message":{"content":""},"content_filter_results":{"violence":{"filtered":true,"severity":"high"},"hate":{"filtered":false},"error":{"code":"x"}}}],"usage":{"prompt_tokens":10,"completion_tokens":7,"total_tokens":17}}}}`,
-			batchfile.Result{CustomID: "b", Outcome: batchfile.Refused, RefusedBy: batchfile.RefusedCompletion, Categories: []string{"violence"}, StatusCode: 200, RequestID: "r", FinishReason: "content_filter", Usage: batchfile.Usage{PromptTokens: 10, CompletionTokens: 7, TotalTokens: 17}}},
+			batchfile.Result{CustomID: "b", Outcome: batchfile.Refused, RefusedBy: batchfile.RefusedCompletion, Categories: []string{"violence"}, StatusCode: 200, RequestID: "r", FinishReason: "content_filter", Usage: ledger.Usage{PromptTokens: 10, CompletionTokens: 7}}},
 		{"prompt filtered, service spelling", `{"custom_id":"c","response":{"status_code":400,"body":{"error":{"code":"content_filter","message":"The response was filtered","param":"prompt","status":400,"innererror":{"code":"ResponsibleAIPolicyViolation","content_filter_result":{"violence":{"filtered":true,"severity":"medium"},"sexual":{"filtered":false}}}}}}}`,
 			batchfile.Result{CustomID: "c", Outcome: batchfile.Refused, RefusedBy: batchfile.RefusedPrompt, Categories: []string{"violence"}, StatusCode: 400, Code: "content_filter", Message: "The response was filtered"}},
 		{"prompt filtered, docs spelling", `{"custom_id":"d","response":{"status_code":400,"body":{"error":{"code":"content_filter","message":"m","innererror":{"code":"ResponsibleAIPolicyViolation","content_filter_results":{"jailbreak":{"filtered":true,"detected":true}}}}}}}`,
@@ -43,22 +44,22 @@ func TestParse_Lines(t *testing.T) {
 		{"non-200 without body", `{"custom_id":"j","response":{"status_code":503,"body":null}}`,
 			batchfile.Result{CustomID: "j", Outcome: batchfile.Failed, StatusCode: 503}},
 		{"responses api", `{"custom_id":"k","response":{"status_code":200,"body":{"object":"response","created_at":1762445017.0,"status":"completed","output":[{"type":"message","content":[{"type":"output_text","text":"Hi "},{"type":"output_text","text":"there"}]}],"usage":{"input_tokens":9,"input_tokens_details":{"cached_tokens":2},"output_tokens":4,"output_tokens_details":{"reasoning_tokens":1},"total_tokens":13}}}}`,
-			batchfile.Result{CustomID: "k", Outcome: batchfile.OK, StatusCode: 200, FinishReason: "completed", Text: "Hi there", Usage: batchfile.Usage{PromptTokens: 9, CompletionTokens: 4, TotalTokens: 13, CachedTokens: 2, ReasoningTokens: 1}}},
+			batchfile.Result{CustomID: "k", Outcome: batchfile.OK, StatusCode: 200, FinishReason: "completed", Text: "Hi there", Usage: ledger.Usage{PromptTokens: 9, CompletionTokens: 4, CachedTokens: 2, ReasoningTokens: 1}}},
 		{"responses api, completion filtered", `{"id":"batch_req_7","custom_id":"m","response":{"status_code":200,"request_id":"4d7f…","body":{"id":"resp_68f1","object":"response","created_at":1762445017.0,"status":"incomplete","incomplete_details":{"reason":"content_filter"},"model":"gpt-4.1-mini-batch","output":[{"id":"msg_1","type":"message","status":"incomplete","role":"assistant","content":[{"type":"output_text","annotations":[],"text":"Partial"}]}],"content_filters":[{"blocked":false,"source_type":"prompt","content_filter_results":{"hate":{"filtered":false,"severity":"safe"}}},{"blocked":true,"source_type":"completion","content_filter_results":{"violence":{"filtered":true,"severity":"high"},"self_harm":{"filtered":true,"severity":"medium"},"sexual":{"filtered":false,"severity":"safe"}}}],"usage":{"input_tokens":31,"input_tokens_details":{"cached_tokens":0},"output_tokens":12,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":43}}},"error":null}`,
 			batchfile.Result{CustomID: "m", Outcome: batchfile.Refused, RefusedBy: batchfile.RefusedCompletion, Categories: []string{"self_harm", "violence"}, StatusCode: 200, RequestID: "4d7f…", FinishReason: "content_filter", Text: "Partial",
-				Usage: batchfile.Usage{PromptTokens: 31, CompletionTokens: 12, TotalTokens: 43}}},
+				Usage: ledger.Usage{PromptTokens: 31, CompletionTokens: 12}}},
 		{"responses api, completion filtered, nothing written, no annotations", `{"custom_id":"n","response":{"status_code":200,"body":{"object":"response","status":"incomplete","incomplete_details":{"reason":"content_filter"},"output":[],"usage":{"input_tokens":8,"output_tokens":3,"total_tokens":11}}}}`,
 			batchfile.Result{CustomID: "n", Outcome: batchfile.Refused, RefusedBy: batchfile.RefusedCompletion, StatusCode: 200, FinishReason: "content_filter",
-				Usage: batchfile.Usage{PromptTokens: 8, CompletionTokens: 3, TotalTokens: 11}}},
+				Usage: ledger.Usage{PromptTokens: 8, CompletionTokens: 3}}},
 		{"responses api, cut at max_output_tokens", `{"custom_id":"o","response":{"status_code":200,"body":{"object":"response","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[{"type":"message","content":[{"type":"output_text","text":"Long answ"}]}],"usage":{"input_tokens":8,"output_tokens":16,"total_tokens":24}}}}`,
 			batchfile.Result{CustomID: "o", Outcome: batchfile.OK, StatusCode: 200, FinishReason: "max_output_tokens", Text: "Long answ",
-				Usage: batchfile.Usage{PromptTokens: 8, CompletionTokens: 16, TotalTokens: 24}}},
+				Usage: ledger.Usage{PromptTokens: 8, CompletionTokens: 16}}},
 		{"responses api, odd annotation shapes", `{"custom_id":"p","response":{"status_code":200,"body":{"object":"response","status":"incomplete","incomplete_details":"content_filter","content_filters":{"unexpected":true},"output":[],"usage":{"input_tokens":2,"output_tokens":0,"total_tokens":2}}}}`,
 			batchfile.Result{CustomID: "p", Outcome: batchfile.Refused, RefusedBy: batchfile.RefusedCompletion, StatusCode: 200, FinishReason: "content_filter",
-				Usage: batchfile.Usage{PromptTokens: 2, TotalTokens: 2}}},
+				Usage: ledger.Usage{PromptTokens: 2}}},
 		{"responses api, incomplete without details", `{"custom_id":"r","response":{"status_code":200,"body":{"object":"response","status":"incomplete","incomplete_details":[1],"output":[],"usage":{"input_tokens":2,"output_tokens":1,"total_tokens":3}}}}`,
 			batchfile.Result{CustomID: "r", Outcome: batchfile.OK, StatusCode: 200, FinishReason: "incomplete",
-				Usage: batchfile.Usage{PromptTokens: 2, CompletionTokens: 1, TotalTokens: 3}}},
+				Usage: ledger.Usage{PromptTokens: 2, CompletionTokens: 1}}},
 		{"responses api, prompt filtered", `{"custom_id":"q","response":{"status_code":400,"body":{"error":{"code":"content_filter","message":"The response was filtered due to the prompt triggering Azure OpenAI's content management policy.","param":"prompt","type":null,"innererror":{"code":"ResponsibleAIPolicyViolation","content_filter_result":{"hate":{"filtered":true,"severity":"high"}}}}}}}`,
 			batchfile.Result{CustomID: "q", Outcome: batchfile.Refused, RefusedBy: batchfile.RefusedPrompt, Categories: []string{"hate"}, StatusCode: 400, Code: "content_filter",
 				Message: "The response was filtered due to the prompt triggering Azure OpenAI's content management policy."}},
@@ -211,7 +212,7 @@ func FuzzReader(f *testing.F) {
 				t.Fatalf("result without custom_id or outcome: %+v", res)
 			}
 			u := res.Usage
-			if u.PromptTokens < 0 || u.CompletionTokens < 0 || u.TotalTokens < 0 || u.CachedTokens < 0 || u.ReasoningTokens < 0 {
+			if u.PromptTokens < 0 || u.CompletionTokens < 0 || u.CachedTokens < 0 || u.ReasoningTokens < 0 {
 				t.Fatalf("negative usage: %+v", u)
 			}
 		}

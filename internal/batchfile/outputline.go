@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/offpath/offpath/internal/ledger"
 )
 
 // Wire shapes of an output line (OpenAI's BatchRequestOutput, with Azure's
@@ -294,8 +295,11 @@ func mergeCategories(a, b []string) []string {
 }
 
 // usage converts the reported usage, refusing negative counts.
-func (u *wireUsage) usage() (Usage, error) {
-	var out Usage
+func (u *wireUsage) usage() (ledger.Usage, error) {
+	// total_tokens is checked, not kept: it is prompt plus completion
+	// tokens (ledger.Usage.TotalTokens).
+	var out ledger.Usage
+	var total int64
 	pick := func(dst *int64, name string, vals ...*int64) error {
 		for _, v := range vals {
 			if v == nil {
@@ -325,12 +329,12 @@ func (u *wireUsage) usage() (Usage, error) {
 	for _, err := range []error{
 		pick(&out.PromptTokens, "prompt tokens", u.PromptTokens, u.InputTokens),
 		pick(&out.CompletionTokens, "completion tokens", u.CompletionTokens, u.OutputTokens),
-		pick(&out.TotalTokens, "total tokens", u.TotalTokens),
+		pick(&total, "total tokens", u.TotalTokens),
 		pick(&out.CachedTokens, "cached tokens", cachedP, cachedI),
 		pick(&out.ReasoningTokens, "reasoning tokens", reasonC, reasonO),
 	} {
 		if err != nil {
-			return Usage{}, err
+			return ledger.Usage{}, err
 		}
 	}
 	return out, nil

@@ -11,6 +11,13 @@
 // clock at write time, so a redelivery just after midnight on the first of
 // the month still lands on the same row. Months are calendar months in UTC.
 //
+// Usage is the domain's token-usage type, with its arithmetic (Add, Sub,
+// IsZero, TotalTokens, CostAt a catalog price): ledger rows, rollups and
+// reports, the batch path's parts, jobs and fallbacks (package batch), the
+// second-door audit (package audit) and the morning report (package
+// report) carry it; the Global Batch output reader (package batchfile)
+// reads its private wire format into it.
+//
 // The package is storage-free: package tablestore stores entries, and this
 // package says what they mean.
 package ledger

@@ -27,47 +27,6 @@ var ErrInvalid = errors.New("invalid ledger entry")
 // MaxUnitLen bounds the caller's unit key.
 const MaxUnitLen = 1024
 
-// Usage is what one unit, or a sum of units, consumed. Cached tokens are
-// part of the prompt tokens and reasoning tokens part of the completion
-// tokens, as Azure OpenAI reports them.
-type Usage struct {
-	PromptTokens     int64
-	CompletionTokens int64
-	CachedTokens     int64
-	ReasoningTokens  int64
-	// Requests are the model calls (or batch lines) made; Refusals those of
-	// them a content filter declined (still metered: a refusal is a result).
-	Requests int64
-	Refusals int64
-	// Cost is estimated from the catalog's prices when the entry is made.
-	Cost catalog.Money
-}
-
-// TotalTokens is what budgets count: prompt plus completion tokens.
-func (u Usage) TotalTokens() int64 { return u.PromptTokens + u.CompletionTokens }
-
-// Add adds o to u.
-func (u *Usage) Add(o Usage) {
-	u.PromptTokens += o.PromptTokens
-	u.CompletionTokens += o.CompletionTokens
-	u.CachedTokens += o.CachedTokens
-	u.ReasoningTokens += o.ReasoningTokens
-	u.Requests += o.Requests
-	u.Refusals += o.Refusals
-	u.Cost += o.Cost
-}
-
-// Sub takes o from u.
-func (u *Usage) Sub(o Usage) {
-	u.PromptTokens -= o.PromptTokens
-	u.CompletionTokens -= o.CompletionTokens
-	u.CachedTokens -= o.CachedTokens
-	u.ReasoningTokens -= o.ReasoningTokens
-	u.Requests -= o.Requests
-	u.Refusals -= o.Refusals
-	u.Cost -= o.Cost
-}
-
 // Entry is one ledger row: what one attributable unit of work spent.
 type Entry struct {
 	Tenant string
@@ -165,6 +124,6 @@ func (e *Entry) Estimate(c *catalog.Catalog) error {
 	if err != nil {
 		return fmt.Errorf("estimate cost: %w", err)
 	}
-	e.Cost = p.Cost(e.PromptTokens, e.CachedTokens, e.CompletionTokens)
+	e.Cost = e.CostAt(p)
 	return nil
 }

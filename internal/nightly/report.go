@@ -16,6 +16,7 @@ import (
 	"github.com/offpath/offpath/internal/alert"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/blobstore"
+	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/report"
 )
 
@@ -81,7 +82,7 @@ func (s *Service) writeReport(ctx context.Context, n Night, job *batch.Job) (Nig
 	zerolog.Ctx(ctx).Info().Str("event", EventReportWritten).Str("day", n.Day).Str("job", n.JobID).
 		Str("container", s.o.Reports).Str("html", htmlName).Int("tickets", len(rep.Items)).Int("summarised", c[report.OK]).
 		Int("refused", c[report.Refused]).Int("not_summarised", len(rep.Items)-c[report.OK]-c[report.Refused]).
-		Int("skipped", max(rep.SkippedTotal, len(rep.Skipped))).Int64("tokens", rep.Usage.PromptTokens+rep.Usage.CompletionTokens).
+		Int("skipped", max(rep.SkippedTotal, len(rep.Skipped))).Int64("tokens", rep.Usage.TotalTokens()).
 		Str("cost", rep.Usage.Cost.Dollars()).Msg(alert.EventMessage(EventReportWritten, "morning report written"))
 	return n, nil
 }
@@ -210,22 +211,19 @@ func outcomeOf(l *batch.ResultLine) (report.Outcome, string, string) {
 
 // usage sums the ledger rows of the job's parts: the report's cost and
 // tokens are the ledger's, not a recomputation.
-func (s *Service) usage(ctx context.Context, job *batch.Job) (report.Usage, error) {
+func (s *Service) usage(ctx context.Context, job *batch.Job) (ledger.Usage, error) {
 	entries, err := s.o.Ledger.Month(ctx, job.Tenant, job.Month())
 	if err != nil {
-		return report.Usage{}, fmt.Errorf("read the ledger: %w", err)
+		return ledger.Usage{}, fmt.Errorf("read the ledger: %w", err)
 	}
 	units := map[string]bool{}
 	for i := range job.Parts {
 		units[batch.LedgerUnit(job.ID, job.Parts[i].Index)] = true
 	}
-	var u report.Usage
+	var u ledger.Usage
 	for _, e := range entries {
 		if units[e.Unit] {
-			u.PromptTokens += e.PromptTokens
-			u.CachedTokens += e.CachedTokens
-			u.CompletionTokens += e.CompletionTokens
-			u.Cost += e.Cost
+			u.Add(e.Usage)
 		}
 	}
 	return u, nil

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/catalog"
+	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/report"
 )
 
@@ -44,7 +45,7 @@ func sample(n int) *report.Report {
 		Tenant:    "support",
 		Generated: time.Date(2026, 3, 15, 6, 2, 0, 0, time.UTC),
 		Unchanged: 312,
-		Usage:     report.Usage{PromptTokens: int64(n) * 1_180, CachedTokens: int64(n) * 200, CompletionTokens: int64(n) * 62, Cost: catalog.Money(int64(n) * 88_500)},
+		Usage:     ledger.Usage{PromptTokens: int64(n) * 1_180, CachedTokens: int64(n) * 200, CompletionTokens: int64(n) * 62, Cost: catalog.Money(int64(n) * 88_500)},
 	}
 	outcomes := []report.Outcome{report.OK, report.Refused, report.Failed, report.Expired, report.Cancelled}
 	for i := range n {

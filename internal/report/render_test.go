@@ -9,6 +9,7 @@ import (
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 
+	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/report"
 )
 
@@ -192,7 +193,7 @@ func TestRenderer_Errors(t *testing.T) {
 	}{
 		{"unknown outcome", &report.Report{Items: []report.Item{{TicketID: "T-1", Outcome: "maybe"}}}, &failingWriter{}, `unknown outcome "maybe"`},
 		{"total below the list", &report.Report{Skipped: make([]report.Skipped, 3), SkippedTotal: 2}, &failingWriter{}, "below the 3 skipped"},
-		{"negative usage", &report.Report{Usage: report.Usage{PromptTokens: -1}}, &failingWriter{}, "negative usage"},
+		{"negative usage", &report.Report{Usage: ledger.Usage{PromptTokens: -1}}, &failingWriter{}, "negative usage"},
 		{"writer fails", sample(3000), &failingWriter{after: 100 << 10, err: broken}, "disk full"},
 	}
 	for _, tt := range tests {

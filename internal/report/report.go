@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/offpath/offpath/internal/catalog"
+	"github.com/offpath/offpath/internal/ledger"
 )
 
 // Outcome is how one ticket's request in the batch job ended.
@@ -52,7 +52,7 @@ type Report struct {
 	// current.
 	Unchanged int
 
-	Usage Usage
+	Usage ledger.Usage
 }
 
 // Item is one ticket in the job.
@@ -74,14 +74,6 @@ type Skipped struct {
 	Line     int
 	TicketID string
 	Reason   string
-}
-
-// Usage is what the job cost, as reported by the service.
-type Usage struct {
-	PromptTokens     int64
-	CachedTokens     int64 // part of PromptTokens
-	CompletionTokens int64
-	Cost             catalog.Money
 }
 
 // validate checks what the renderer relies on, before anything is written.
@@ -123,7 +115,7 @@ func (r *Report) counts() counts {
 		Skipped:       max(r.SkippedTotal, len(r.Skipped)),
 		SkippedListed: len(r.Skipped),
 		Unchanged:     r.Unchanged,
-		Tokens:        r.Usage.PromptTokens + r.Usage.CompletionTokens,
+		Tokens:        r.Usage.TotalTokens(),
 	}
 	for _, it := range r.Items {
 		switch it.Outcome {

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/batch"
+	"github.com/offpath/offpath/internal/ledger"
 )
 
 // Endpoint is a tenant's registered webhook.
@@ -324,7 +325,7 @@ type payload struct {
 		Final      batch.State  `json:"final,omitempty"`
 		Items      int          `json:"items"`
 		Counts     batch.Counts `json:"counts"`
-		Usage      batch.Usage  `json:"usage"`
+		Usage      ledger.Usage `json:"usage"`
 		HeldReason string       `json:"held_reason,omitempty"`
 		Created    time.Time    `json:"created"`
 		Harvested  time.Time    `json:"harvested_at,omitzero"`
