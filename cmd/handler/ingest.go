@@ -8,10 +8,10 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/rs/zerolog"
 
+	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/chunk"
 	"github.com/offpath/offpath/internal/claimcheck"
 	"github.com/offpath/offpath/internal/config"
-	"github.com/offpath/offpath/internal/docblob"
 	"github.com/offpath/offpath/internal/ingest"
 	"github.com/offpath/offpath/internal/invoke"
 	"github.com/offpath/offpath/internal/llm"
@@ -69,7 +69,7 @@ func newIngest(cfg config.Handler, s *services, t tenancy, logger zerolog.Logger
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	store := docblob.New(blobs, claimcheck.DefaultContainer, ingest.DefaultResultsContainer, 0)
+	store := blobstore.NewDocuments(blobs, claimcheck.DefaultContainer, ingest.DefaultResultsContainer, 0)
 	rules, err := claimcheck.NewRules(claimcheck.Policy{AccountURL: store.AccountURL(), MaxDocumentBytes: in.MaxDocumentBytes, HeavyThreshold: in.HeavyThreshold})
 	if err != nil {
 		return nil, nil, nil, err

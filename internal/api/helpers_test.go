@@ -22,10 +22,10 @@ import (
 
 	"github.com/offpath/offpath/internal/api"
 	"github.com/offpath/offpath/internal/auth"
+	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/claimcheck"
 	"github.com/offpath/offpath/internal/console"
-	"github.com/offpath/offpath/internal/docblob"
 	"github.com/offpath/offpath/internal/entra"
 	"github.com/offpath/offpath/internal/ingest"
 	"github.com/offpath/offpath/internal/invoke"
@@ -145,7 +145,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	enq, err := ingest.NewEnqueuer(ingest.Options{Rules: rules, Catalog: e.catalog, Tenants: e.tenants, Statuses: e.docs,
-		Blobs: ingest.BlobStore(docblob.New(e.blobs, e.incoming, "ingested"+n, 0)), Now: func() time.Time { return now }})
+		Blobs: ingest.BlobStore(blobstore.NewDocuments(e.blobs, e.incoming, "ingested"+n, 0)), Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}

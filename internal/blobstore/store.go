@@ -21,11 +21,14 @@ import (
 var (
 	// ErrNotFound: no such blob (or container).
 	ErrNotFound = errors.New("blob not found")
-	// ErrConflict: a condition on the blob did not hold.
-	ErrConflict = errors.New("blob condition failed")
+	// ErrChanged: the blob is no longer the version asked for (a condition
+	// on its ETag did not hold).
+	ErrChanged = errors.New("blob changed")
+	// ErrConflict: the blob is in a state that refuses the operation.
+	ErrConflict = errors.New("blob conflict")
 )
 
-// Defaults of Options.
+// Defaults of Options (DefaultBlockSize is also Documents' default).
 const (
 	DefaultBlockSize   = 4 << 20
 	DefaultConcurrency = 2
@@ -213,15 +216,19 @@ func (s *Store) SetContentType(ctx context.Context, containerName, name, content
 	return nil
 }
 
-// translate maps SDK errors to this package's sentinels.
+// translate maps SDK errors to this package's sentinels, once for every
+// call: a missing blob or container is ErrNotFound, a failed condition
+// (412, ConditionNotMet) ErrChanged, a 409 ErrConflict. Anything else is
+// returned as it is.
 func translate(err error) error {
 	var re *azcore.ResponseError
+	isStatus := func(code int) bool { return errors.As(err, &re) && re.StatusCode == code }
 	switch {
-	case bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound):
+	case bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound), isStatus(http.StatusNotFound):
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
-	case errors.As(err, &re) && re.StatusCode == http.StatusNotFound:
-		return fmt.Errorf("%w: %w", ErrNotFound, err)
-	case errors.As(err, &re) && (re.StatusCode == http.StatusPreconditionFailed || re.StatusCode == http.StatusConflict):
+	case bloberror.HasCode(err, bloberror.ConditionNotMet), isStatus(http.StatusPreconditionFailed):
+		return fmt.Errorf("%w: %w", ErrChanged, err)
+	case isStatus(http.StatusConflict):
 		return fmt.Errorf("%w: %w", ErrConflict, err)
 	}
 	return err

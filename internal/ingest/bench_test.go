@@ -15,8 +15,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
+	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/claimcheck"
-	"github.com/offpath/offpath/internal/docblob"
 	"github.com/offpath/offpath/internal/document"
 	"github.com/offpath/offpath/internal/ingest"
 	"github.com/offpath/offpath/internal/local/aoaisim"
@@ -81,7 +81,7 @@ func BenchmarkProcess(b *testing.B) {
 		if err := tenants.Create(ctx, acme); err != nil {
 			b.Fatal(err)
 		}
-		store := docblob.New(client, container, "out"+suffix, 0)
+		store := blobstore.NewDocuments(client, container, "out"+suffix, 0)
 		rules, err := claimcheck.NewRules(claimcheck.Policy{AccountURL: store.AccountURL(), Container: container})
 		if err != nil {
 			b.Fatal(err)
@@ -140,15 +140,15 @@ func (d *bigDoc) Read(p []byte) (int, error) {
 }
 
 // streamBlobs serves one big generated document and discards the result
-// as docblob does with its staged blocks: a block's worth buffered at most.
+// as blobstore.Documents does with its staged blocks: a block's worth buffered at most.
 type streamBlobs struct {
 	*memBlobs
 	size   int64
 	result atomic.Int64
 }
 
-func (s *streamBlobs) Open(_ context.Context, name, etag string) (io.ReadCloser, docblob.Properties, error) {
-	return io.NopCloser(&bigDoc{block: prose(1 << 20), n: s.size}), docblob.Properties{ETag: etag, Size: s.size}, nil
+func (s *streamBlobs) Open(_ context.Context, name, etag string) (io.ReadCloser, blobstore.Properties, error) {
+	return io.NopCloser(&bigDoc{block: prose(1 << 20), n: s.size}), blobstore.Properties{ETag: etag, Size: s.size}, nil
 }
 
 func (s *streamBlobs) NewResult(string) ingest.ResultWriter { return &blockDiscard{s: s} }
@@ -160,7 +160,7 @@ type blockDiscard struct {
 
 func (w *blockDiscard) Write(_ context.Context, p []byte) error {
 	w.buf = append(w.buf, p...)
-	if len(w.buf) >= docblob.DefaultBlockSize {
+	if len(w.buf) >= blobstore.DefaultBlockSize {
 		w.s.result.Add(int64(len(w.buf)))
 		w.buf = w.buf[:0]
 	}

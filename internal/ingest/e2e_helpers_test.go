@@ -17,7 +17,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
-	"github.com/offpath/offpath/internal/docblob"
+	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/document"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/local/aoaisim"
@@ -92,7 +92,7 @@ type stack struct {
 	sim     *aoaisim.Server
 	docs    *tablestore.Documents
 	ledger  *tablestore.Ledger
-	results *docblob.Store
+	results *blobstore.Documents
 	out     interface{ String() string }
 }
 
@@ -141,7 +141,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	return &stack{t: t, app: app, blobs: app.Blobs, broker: app.Broker, sim: app.Sim,
 		docs:    tablestore.NewDocuments(app.Tables, "", nil),
 		ledger:  app.Ledger,
-		results: docblob.New(app.Blobs, "incoming", "ingested", 0),
+		results: blobstore.NewDocuments(app.Blobs, "incoming", "ingested", 0),
 		out:     output{app},
 	}
 }

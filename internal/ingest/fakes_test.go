@@ -16,9 +16,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/claimcheck"
-	"github.com/offpath/offpath/internal/docblob"
 	"github.com/offpath/offpath/internal/document"
 	"github.com/offpath/offpath/internal/ingest"
 	"github.com/offpath/offpath/internal/ledger"
@@ -176,41 +176,41 @@ func (b *memBlobs) store(name string, blob memBlob) string {
 	return blob.etag
 }
 
-func (b *memBlobs) Stat(_ context.Context, name string) (docblob.Properties, error) {
+func (b *memBlobs) Stat(_ context.Context, name string) (blobstore.Properties, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	blob, ok := b.incoming[name]
 	if !ok {
-		return docblob.Properties{}, fmt.Errorf("read %s: %w", name, docblob.ErrNotFound)
+		return blobstore.Properties{}, fmt.Errorf("read %s: %w", name, blobstore.ErrNotFound)
 	}
-	return docblob.Properties{ETag: blob.etag, Size: blob.size, ContentType: blob.contentType, Metadata: blob.meta}, nil
+	return blobstore.Properties{ETag: blob.etag, Size: blob.size, ContentType: blob.contentType, Metadata: blob.meta}, nil
 }
 
-func (b *memBlobs) Open(_ context.Context, name, etag string) (io.ReadCloser, docblob.Properties, error) {
+func (b *memBlobs) Open(_ context.Context, name, etag string) (io.ReadCloser, blobstore.Properties, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	blob, ok := b.incoming[name]
 	switch {
 	case !ok:
-		return nil, docblob.Properties{}, fmt.Errorf("read %s: %w", name, docblob.ErrNotFound)
+		return nil, blobstore.Properties{}, fmt.Errorf("read %s: %w", name, blobstore.ErrNotFound)
 	case blob.etag != strings.Trim(etag, `"`):
-		return nil, docblob.Properties{}, fmt.Errorf("read %s: %w", name, docblob.ErrChanged)
+		return nil, blobstore.Properties{}, fmt.Errorf("read %s: %w", name, blobstore.ErrChanged)
 	}
-	return io.NopCloser(bytes.NewReader(blob.data)), docblob.Properties{ETag: blob.etag, Size: int64(len(blob.data))}, nil
+	return io.NopCloser(bytes.NewReader(blob.data)), blobstore.Properties{ETag: blob.etag, Size: int64(len(blob.data))}, nil
 }
 
-func (b *memBlobs) Redrop(_ context.Context, name, etag string) (docblob.Properties, error) {
+func (b *memBlobs) Redrop(_ context.Context, name, etag string) (blobstore.Properties, error) {
 	b.mu.Lock()
 	blob, ok := b.incoming[name]
 	b.mu.Unlock()
 	switch {
 	case !ok:
-		return docblob.Properties{}, fmt.Errorf("read %s: %w", name, docblob.ErrNotFound)
+		return blobstore.Properties{}, fmt.Errorf("read %s: %w", name, blobstore.ErrNotFound)
 	case blob.etag != strings.Trim(etag, `"`):
-		return docblob.Properties{}, fmt.Errorf("read %s: %w", name, docblob.ErrChanged)
+		return blobstore.Properties{}, fmt.Errorf("read %s: %w", name, blobstore.ErrChanged)
 	}
 	tag := b.store(name, blob)
-	return docblob.Properties{ETag: tag, Size: blob.size, ContentType: blob.contentType, Metadata: blob.meta}, nil
+	return blobstore.Properties{ETag: tag, Size: blob.size, ContentType: blob.contentType, Metadata: blob.meta}, nil
 }
 
 func (b *memBlobs) NewResult(name string) ingest.ResultWriter { return &memWriter{b: b, name: name} }

@@ -13,10 +13,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/chunk"
 	"github.com/offpath/offpath/internal/claimcheck"
-	"github.com/offpath/offpath/internal/docblob"
 	"github.com/offpath/offpath/internal/document"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/llm"
@@ -69,36 +69,36 @@ type Models interface {
 }
 
 // Blobs reads documents and writes results; BlobStore adapts a
-// *docblob.Store. Errors are docblob's (ErrNotFound, ErrChanged).
+// *blobstore.Documents. Errors are blobstore's (ErrNotFound, ErrChanged).
 type Blobs interface {
 	// Stat reads a document's properties (one Get Properties call).
-	Stat(ctx context.Context, name string) (docblob.Properties, error)
-	Open(ctx context.Context, name, etag string) (io.ReadCloser, docblob.Properties, error)
+	Stat(ctx context.Context, name string) (blobstore.Properties, error)
+	Open(ctx context.Context, name, etag string) (io.ReadCloser, blobstore.Properties, error)
 	NewResult(name string) ResultWriter
 	DeleteResult(ctx context.Context, name string) error
 	// Redrop writes the document again from version etag, as a new
-	// version (see docblob.Store.Redrop).
-	Redrop(ctx context.Context, name, etag string) (docblob.Properties, error)
+	// version (see blobstore.Documents.Redrop).
+	Redrop(ctx context.Context, name, etag string) (blobstore.Properties, error)
 }
 
-// ResultWriter builds one result; see docblob.Writer.
+// ResultWriter builds one result; see blobstore.ResultWriter.
 type ResultWriter interface {
 	Write(ctx context.Context, p []byte) error
 	Commit(ctx context.Context, head []byte, contentType string, metadata map[string]string) error
 }
 
 // BlobStore adapts s to Blobs.
-func BlobStore(s *docblob.Store) Blobs { return blobStore{s} }
+func BlobStore(s *blobstore.Documents) Blobs { return blobStore{s} }
 
-type blobStore struct{ s *docblob.Store }
+type blobStore struct{ s *blobstore.Documents }
 
-func (b blobStore) Stat(ctx context.Context, name string) (docblob.Properties, error) {
+func (b blobStore) Stat(ctx context.Context, name string) (blobstore.Properties, error) {
 	return b.s.Stat(ctx, name)
 }
-func (b blobStore) Open(ctx context.Context, name, etag string) (io.ReadCloser, docblob.Properties, error) {
+func (b blobStore) Open(ctx context.Context, name, etag string) (io.ReadCloser, blobstore.Properties, error) {
 	return b.s.Open(ctx, name, etag)
 }
-func (b blobStore) Redrop(ctx context.Context, name, etag string) (docblob.Properties, error) {
+func (b blobStore) Redrop(ctx context.Context, name, etag string) (blobstore.Properties, error) {
 	return b.s.Redrop(ctx, name, etag)
 }
 func (b blobStore) NewResult(name string) ResultWriter                  { return b.s.Create(name) }

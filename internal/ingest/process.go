@@ -12,10 +12,10 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/chunk"
 	"github.com/offpath/offpath/internal/claimcheck"
-	"github.com/offpath/offpath/internal/docblob"
 	"github.com/offpath/offpath/internal/document"
 	"github.com/offpath/offpath/internal/extract"
 	"github.com/offpath/offpath/internal/ledger"
@@ -173,9 +173,9 @@ func (j *job) process(ctx context.Context) (document.Status, error) {
 
 	body, _, err := p.o.Blobs.Open(ctx, j.name.Name, j.msg.ETag)
 	switch {
-	case errors.Is(err, docblob.ErrNotFound):
+	case errors.Is(err, blobstore.ErrNotFound):
 		return document.Status{}, outcome.Reject("blob is gone", err)
-	case errors.Is(err, docblob.ErrChanged):
+	case errors.Is(err, blobstore.ErrChanged):
 		return document.Status{}, outcome.Reject("blob changed since it was enqueued", err)
 	case err != nil:
 		return document.Status{}, err
@@ -336,7 +336,7 @@ func (j *job) finishEarly(ctx context.Context, cause error) (document.Status, er
 	if !j.opened {
 		// The claim check is stale or the document is gone: the status, if
 		// any, belongs to the document's newer version (or says it is gone).
-		if errors.Is(cause, docblob.ErrChanged) {
+		if errors.Is(cause, blobstore.ErrChanged) {
 			j.log.Info().Str("reason", reason(cause)).Msg("stale claim check; a newer version has its own")
 			return document.Status{State: state, Reason: reason(cause)}, cause
 		}

@@ -8,13 +8,13 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/docblob"
+	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/document"
 )
 
 // Reprocess puts a dead-lettered document back on the queue path through
 // the door every document takes: its blob is written again, unchanged
-// (docblob.Store.Redrop), so the blob trigger fires for the new version and
+// (blobstore.Documents.Redrop), so the blob trigger fires for the new version and
 // the enqueue function checks it and sends a new claim check, as for any
 // upload, in Azure (Event Grid) as locally (the container scan). The status
 // says queued for the new version at once; the ledger keeps the failed
@@ -30,7 +30,7 @@ func (e *Enqueuer) Reprocess(ctx context.Context, partition, name string) (docum
 	}
 	props, err := e.o.Blobs.Redrop(ctx, name, st.ETag)
 	switch {
-	case errors.Is(err, docblob.ErrNotFound), errors.Is(err, docblob.ErrChanged):
+	case errors.Is(err, blobstore.ErrNotFound), errors.Is(err, blobstore.ErrChanged):
 		return st, fmt.Errorf("%s: %w", document.Printable(name), document.ErrChanged)
 	case err != nil:
 		return document.Status{}, fmt.Errorf("reprocess %s: %w", document.Printable(name), err)

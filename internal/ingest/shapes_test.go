@@ -19,8 +19,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/rs/zerolog"
 
+	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/claimcheck"
-	"github.com/offpath/offpath/internal/docblob"
 	"github.com/offpath/offpath/internal/ingest"
 	"github.com/offpath/offpath/internal/invoke"
 	"github.com/offpath/offpath/internal/local/azurite"
@@ -46,7 +46,7 @@ func TestEnqueueFunc_EveryHostShape(t *testing.T) {
 	if _, err := client.CreateContainer(ctx, claimcheck.DefaultContainer, nil); err != nil {
 		t.Fatal(err)
 	}
-	store := docblob.New(client, claimcheck.DefaultContainer, ingest.DefaultResultsContainer, 0)
+	store := blobstore.NewDocuments(client, claimcheck.DefaultContainer, ingest.DefaultResultsContainer, 0)
 	rules, err := claimcheck.NewRules(claimcheck.Policy{AccountURL: store.AccountURL()})
 	if err != nil {
 		t.Fatal(err)

@@ -1,15 +1,4 @@
-// Package docblob is the queue path's adapter to Blob Storage: it reads a
-// dropped document as a stream, pinned to the version its claim check names
-// (If-Match on the ETag), and writes the result for the search indexer so
-// that it appears whole or not at all. A result is staged as blocks while
-// it is produced and made visible by one commit, so a process that dies
-// half-way leaves only uncommitted blocks, which the service discards; a
-// result small enough for one block is uploaded in one request.
-//
-// SDK errors are translated here: a missing blob is ErrNotFound, a blob
-// that changed since its claim check ErrChanged. Anything else is returned
-// wrapped, and callers treat it as transient.
-package docblob
+package blobstore
 
 import (
 	"bytes"
@@ -31,17 +20,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 )
 
-// Errors callers test with errors.Is.
-var (
-	// ErrNotFound: the blob (or its container) does not exist.
-	ErrNotFound = errors.New("blob not found")
-	// ErrChanged: the blob is no longer the version asked for.
-	ErrChanged = errors.New("blob changed")
-)
-
-// DefaultBlockSize is the size of one staged block of a result.
-const DefaultBlockSize = 4 << 20
-
 // Properties describe a blob.
 type Properties struct {
 	ETag        string
@@ -50,9 +28,9 @@ type Properties struct {
 	Metadata    map[string]string
 }
 
-// Store reads the incoming container and writes the results container of
-// one storage account. It is safe for concurrent use.
-type Store struct {
+// Documents reads the incoming container and writes the results container
+// of one storage account. It is safe for concurrent use.
+type Documents struct {
 	client    *azblob.Client
 	incoming  string
 	results   string
@@ -61,23 +39,24 @@ type Store struct {
 	ready     bool // the results container exists
 }
 
-// New returns a Store over client: documents are read from the container
-// incoming, results written to results. blockSize 0 means DefaultBlockSize.
-func New(client *azblob.Client, incoming, results string, blockSize int) *Store {
+// NewDocuments returns Documents over client: documents are read from the
+// container incoming, results written to results. blockSize 0 means
+// DefaultBlockSize.
+func NewDocuments(client *azblob.Client, incoming, results string, blockSize int) *Documents {
 	if blockSize <= 0 {
 		blockSize = DefaultBlockSize
 	}
-	return &Store{client: client, incoming: incoming, results: results, blockSize: blockSize}
+	return &Documents{client: client, incoming: incoming, results: results, blockSize: blockSize}
 }
 
 // AccountURL is the blob endpoint of the account, without a trailing slash
 // ("http://127.0.0.1:10000/devstoreaccount1" on Azurite).
-func (s *Store) AccountURL() string { return strings.TrimSuffix(s.client.URL(), "/") }
+func (s *Documents) AccountURL() string { return strings.TrimSuffix(s.client.URL(), "/") }
 
 // Open streams the document name of the incoming container at version
 // etag. A broken connection is resumed from where it broke, at the same
 // version.
-func (s *Store) Open(ctx context.Context, name, etag string) (io.ReadCloser, Properties, error) {
+func (s *Documents) Open(ctx context.Context, name, etag string) (io.ReadCloser, Properties, error) {
 	res, err := s.download(ctx, name, etag)
 	if err != nil {
 		return nil, Properties{}, err
@@ -87,11 +66,11 @@ func (s *Store) Open(ctx context.Context, name, etag string) (io.ReadCloser, Pro
 }
 
 // download starts reading the document name at version etag.
-func (s *Store) download(ctx context.Context, name, etag string) (blob.DownloadStreamResponse, error) {
+func (s *Documents) download(ctx context.Context, name, etag string) (blob.DownloadStreamResponse, error) {
 	b := s.client.ServiceClient().NewContainerClient(s.incoming).NewBlobClient(name)
 	res, err := b.DownloadStream(ctx, &blob.DownloadStreamOptions{AccessConditions: pinned(etag)})
 	if err != nil {
-		err = classify(err, "read document")
+		err = fmt.Errorf("read document: %w", translate(err))
 		if errors.Is(err, ErrChanged) { // Azurite answers 412 for a missing blob too
 			if _, serr := s.Stat(ctx, name); errors.Is(serr, ErrNotFound) {
 				err = serr
@@ -109,10 +88,10 @@ func pinned(etag string) *blob.AccessConditions {
 
 // Stat returns the properties of the document name in the incoming
 // container.
-func (s *Store) Stat(ctx context.Context, name string) (Properties, error) {
+func (s *Documents) Stat(ctx context.Context, name string) (Properties, error) {
 	res, err := s.client.ServiceClient().NewContainerClient(s.incoming).NewBlobClient(name).GetProperties(ctx, nil)
 	if err != nil {
-		return Properties{}, classify(err, "read document properties")
+		return Properties{}, fmt.Errorf("read document properties: %w", translate(err))
 	}
 	return Properties{ETag: strings.Trim(string(deref(res.ETag)), `"`), Size: deref(res.ContentLength), ContentType: deref(res.ContentType), Metadata: derefMap(res.Metadata)}, nil
 }
@@ -124,7 +103,7 @@ func (s *Store) Stat(ctx context.Context, name string) (Properties, error) {
 // scan sees the new ETag). It streams the blob through, staging blocks,
 // and commits only if the blob is still at etag: ErrChanged if it is not,
 // ErrNotFound if it is gone. It returns the new version's properties.
-func (s *Store) Redrop(ctx context.Context, name, etag string) (Properties, error) {
+func (s *Documents) Redrop(ctx context.Context, name, etag string) (Properties, error) {
 	res, err := s.download(ctx, name, etag)
 	if err != nil {
 		return Properties{}, err
@@ -138,15 +117,15 @@ func (s *Store) Redrop(ctx context.Context, name, etag string) (Properties, erro
 			BlobContentLanguage: res.ContentLanguage, BlobContentDisposition: res.ContentDisposition, BlobCacheControl: res.CacheControl},
 	})
 	if err != nil {
-		return Properties{}, classify(err, "write document again")
+		return Properties{}, fmt.Errorf("write document again: %w", translate(err))
 	}
 	return Properties{ETag: strings.Trim(string(deref(up.ETag)), `"`), Size: deref(res.ContentLength), ContentType: deref(res.ContentType), Metadata: derefMap(res.Metadata)}, nil
 }
 
 // Delete removes the result name, if there is one.
-func (s *Store) Delete(ctx context.Context, name string) error {
+func (s *Documents) Delete(ctx context.Context, name string) error {
 	_, err := s.client.DeleteBlob(ctx, s.results, name, nil)
-	if err != nil && !bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
+	if err != nil && !errors.Is(translate(err), ErrNotFound) {
 		return fmt.Errorf("delete result %s: %w", name, err)
 	}
 	return nil
@@ -154,10 +133,10 @@ func (s *Store) Delete(ctx context.Context, name string) error {
 
 // Read returns the whole result name (for tests and the operator; results
 // can be large).
-func (s *Store) Read(ctx context.Context, name string) ([]byte, Properties, error) {
+func (s *Documents) Read(ctx context.Context, name string) ([]byte, Properties, error) {
 	res, err := s.client.DownloadStream(ctx, s.results, name, nil)
 	if err != nil {
-		return nil, Properties{}, classify(err, "read result")
+		return nil, Properties{}, fmt.Errorf("read result: %w", translate(err))
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
@@ -168,15 +147,15 @@ func (s *Store) Read(ctx context.Context, name string) ([]byte, Properties, erro
 }
 
 // Create starts the result name. Nothing is visible until Commit.
-func (s *Store) Create(name string) *Writer {
+func (s *Documents) Create(name string) *ResultWriter {
 	var id [8]byte
 	_, _ = rand.Read(id[:])
-	return &Writer{s: s, name: name, attempt: hex.EncodeToString(id[:]), buf: make([]byte, 0, min(s.blockSize, 64<<10))}
+	return &ResultWriter{s: s, name: name, attempt: hex.EncodeToString(id[:]), buf: make([]byte, 0, min(s.blockSize, 64<<10))}
 }
 
-// Writer builds one result. It is not safe for concurrent use.
-type Writer struct {
-	s       *Store
+// ResultWriter builds one result. It is not safe for concurrent use.
+type ResultWriter struct {
+	s       *Documents
 	name    string
 	attempt string   // makes block ids unique to this writer
 	buf     []byte   // not yet staged
@@ -186,7 +165,7 @@ type Writer struct {
 
 // Write appends p to the result, staging a block whenever a block's worth
 // has accumulated.
-func (w *Writer) Write(ctx context.Context, p []byte) error {
+func (w *ResultWriter) Write(ctx context.Context, p []byte) error {
 	w.buf = append(w.buf, p...)
 	w.n += int64(len(p))
 	if len(w.buf) >= w.s.blockSize {
@@ -196,13 +175,13 @@ func (w *Writer) Write(ctx context.Context, p []byte) error {
 }
 
 // Size is how many bytes have been written (the head excluded).
-func (w *Writer) Size() int64 { return w.n }
+func (w *ResultWriter) Size() int64 { return w.n }
 
 // Commit makes the result visible: head first, then everything written,
 // with the content type and metadata given. It replaces an earlier result
 // of the same name at once.
-func (w *Writer) Commit(ctx context.Context, head []byte, contentType string, metadata map[string]string) error {
-	if err := w.s.ensure(ctx); err != nil {
+func (w *ResultWriter) Commit(ctx context.Context, head []byte, contentType string, metadata map[string]string) error {
+	if err := w.s.ensureResults(ctx); err != nil {
 		return err
 	}
 	md := make(map[string]*string, len(metadata))
@@ -238,8 +217,8 @@ func (w *Writer) Commit(ctx context.Context, head []byte, contentType string, me
 	return nil
 }
 
-func (w *Writer) stage(ctx context.Context, b []byte) error {
-	if err := w.s.ensure(ctx); err != nil {
+func (w *ResultWriter) stage(ctx context.Context, b []byte) error {
+	if err := w.s.ensureResults(ctx); err != nil {
 		return err
 	}
 	id := w.blockID(fmt.Sprintf("%08d", len(w.blocks)))
@@ -254,12 +233,12 @@ func (w *Writer) stage(ctx context.Context, b []byte) error {
 
 // blockID is a base64 id of fixed length (the service requires every id of
 // a blob to have the same length).
-func (w *Writer) blockID(suffix string) string {
+func (w *ResultWriter) blockID(suffix string) string {
 	return base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf("%s-%-8s", w.attempt, suffix)))
 }
 
-// ensure creates the results container once.
-func (s *Store) ensure(ctx context.Context) error {
+// ensureResults creates the results container once.
+func (s *Documents) ensureResults(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ready {
@@ -270,23 +249,6 @@ func (s *Store) ensure(ctx context.Context) error {
 	}
 	s.ready = true
 	return nil
-}
-
-func classify(err error, what string) error {
-	switch {
-	case bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound):
-		return fmt.Errorf("%s: %w", what, ErrNotFound)
-	case bloberror.HasCode(err, bloberror.ConditionNotMet):
-		return fmt.Errorf("%s: %w", what, ErrChanged)
-	}
-	var re *azcore.ResponseError
-	if errors.As(err, &re) && re.StatusCode == 412 {
-		return fmt.Errorf("%s: %w", what, ErrChanged)
-	}
-	if errors.As(err, &re) && re.StatusCode == 404 {
-		return fmt.Errorf("%s: %w", what, ErrNotFound)
-	}
-	return fmt.Errorf("%s: %w", what, err)
 }
 
 func quoted(etag string) string {

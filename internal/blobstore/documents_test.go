@@ -1,4 +1,4 @@
-package docblob_test
+package blobstore_test
 
 import (
 	"bytes"
@@ -11,11 +11,11 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 
-	"github.com/offpath/offpath/internal/docblob"
+	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/local/azurite"
 )
 
-func newStore(t *testing.T, blockSize int) (*docblob.Store, *azblob.Client) {
+func newStore(t *testing.T, blockSize int) (*blobstore.Documents, *azblob.Client) {
 	t.Helper()
 	az := azurite.Start(t)
 	client, err := azblob.NewClientFromConnectionString(az.ConnectionString(), nil)
@@ -25,7 +25,7 @@ func newStore(t *testing.T, blockSize int) (*docblob.Store, *azblob.Client) {
 	if _, err := client.CreateContainer(context.Background(), "incoming", nil); err != nil {
 		t.Fatal(err)
 	}
-	return docblob.New(client, "incoming", "ingested", blockSize), client
+	return blobstore.NewDocuments(client, "incoming", "ingested", blockSize), client
 }
 
 func TestStore_OpenPinsTheVersion(t *testing.T) {
@@ -58,10 +58,10 @@ func TestStore_OpenPinsTheVersion(t *testing.T) {
 	if _, err := client.UploadBuffer(ctx, "incoming", "acme/a.txt", []byte("second"), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Open(ctx, "acme/a.txt", etag); !errors.Is(err, docblob.ErrChanged) {
+	if _, _, err := s.Open(ctx, "acme/a.txt", etag); !errors.Is(err, blobstore.ErrChanged) {
 		t.Errorf("Open(old ETag) = %v, want ErrChanged", err)
 	}
-	if _, _, err := s.Open(ctx, "acme/gone.txt", etag); !errors.Is(err, docblob.ErrNotFound) {
+	if _, _, err := s.Open(ctx, "acme/gone.txt", etag); !errors.Is(err, blobstore.ErrNotFound) {
 		t.Errorf("Open(missing) = %v, want ErrNotFound", err)
 	}
 }
@@ -84,7 +84,7 @@ func TestWriter_VisibleOnlyWhenCommitted(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, _, err := s.Read(ctx, "acme/"+tc.name); !errors.Is(err, docblob.ErrNotFound) {
+		if _, _, err := s.Read(ctx, "acme/"+tc.name); !errors.Is(err, blobstore.ErrNotFound) {
 			t.Errorf("%s before Commit: %v, want ErrNotFound (nothing visible)", tc.name, err)
 		}
 		if err := w.Commit(ctx, []byte("HEAD\n"), "application/x-ndjson", map[string]string{"offpath_etag": "0x1"}); err != nil {
@@ -143,10 +143,10 @@ func TestStore_Redrop(t *testing.T) {
 	if !bytes.Equal(b, data) || got.ContentType != ct || got.Metadata["correlation_id"] != corr {
 		t.Errorf("after Redrop: %d bytes (want %d), %+v", len(b), len(data), got)
 	}
-	if _, err := s.Redrop(ctx, "acme/kb/a.md", old); !errors.Is(err, docblob.ErrChanged) {
+	if _, err := s.Redrop(ctx, "acme/kb/a.md", old); !errors.Is(err, blobstore.ErrChanged) {
 		t.Errorf("Redrop(old version) = %v, want ErrChanged", err)
 	}
-	if _, err := s.Redrop(ctx, "acme/kb/gone.md", old); !errors.Is(err, docblob.ErrNotFound) {
+	if _, err := s.Redrop(ctx, "acme/kb/gone.md", old); !errors.Is(err, blobstore.ErrNotFound) {
 		t.Errorf("Redrop(missing) = %v, want ErrNotFound", err)
 	}
 }
