@@ -78,7 +78,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench ChatCompletions -benchtime 3s ./internal/local/aoaisim/
 	$(GO) test -run '^$$' -bench BatchLarge -benchtime 1x -timeout 20m ./internal/local/aoaisim/
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x ./internal/batchfile/
-	$(GO) test -run '^$$' -bench WriteUpload100k -benchtime 3x ./internal/batchapi/
+	$(GO) test -run '^$$' -bench WriteUpload100k -benchtime 3x ./internal/azopenai/
 	$(GO) test -run '^$$' -bench Authenticate -benchmem -count 3 ./internal/auth/
 	$(GO) test -run '^$$' -bench Ledger -benchtime 3x -count 1 -timeout 30m ./internal/tablestore/
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x -count 3 ./internal/report/
@@ -86,9 +86,9 @@ bench: deps
 	$(GO) test -run '^$$' -bench Collect -benchmem -benchtime 1x -count 3 -timeout 30m ./internal/tickets/
 	$(GO) test -run '^$$' -bench Night -benchtime 2x -timeout 30m ./internal/nightly/
 	$(GO) test -run '^$$' -bench Pipeline -benchtime 3x ./internal/extract/
-	$(GO) test -run '^$$' -bench QuotaAdherence -benchtime 1x ./internal/llm/
-	$(GO) test -run '^$$' -bench FleetQuota -benchtime 1x -timeout 20m ./internal/llm/
-	$(GO) test -run '^$$' -bench Client -benchtime 3s ./internal/llm/
+	$(GO) test -run '^$$' -bench QuotaAdherence -benchtime 1x ./internal/azopenai/
+	$(GO) test -run '^$$' -bench FleetQuota -benchtime 1x -timeout 20m ./internal/azopenai/
+	$(GO) test -run '^$$' -bench Client -benchtime 3s ./internal/azopenai/
 	$(GO) test -run '^$$' -bench 'Upload150MB$$' -benchtime 1x -count 2 ./internal/openaiapi/
 	$(GO) test -run '^$$' -bench Upload150MBHandler -benchtime 1x ./internal/openaiapi/
 	$(GO) test -run '^$$' -bench 'Submit$$' -benchtime 2x -timeout 40m ./internal/batch/

@@ -10,8 +10,8 @@ import (
 
 	"github.com/offpath/offpath/internal/alert"
 	"github.com/offpath/offpath/internal/audit"
+	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batch"
-	"github.com/offpath/offpath/internal/batchapi"
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/config"
 	"github.com/offpath/offpath/internal/invoke"
@@ -42,7 +42,7 @@ func newBatch(cfg config.Handler, s *services, t tenancy, logger zerolog.Logger)
 	if b == nil {
 		return nil, nil
 	}
-	ac := batchapi.Config{Endpoint: a.Endpoint, Surface: batchapi.Surface(a.Surface), APIVersion: a.APIVersion,
+	ac := azopenai.BatchConfig{Endpoint: a.Endpoint, Surface: azopenai.Surface(a.Surface), APIVersion: a.APIVersion,
 		APIKey: a.APIKey.Reveal(), AllowLoopbackHTTP: true}
 	if ac.APIKey == "" {
 		cred, err := s.credential(a.ClientID)
@@ -51,7 +51,7 @@ func newBatch(cfg config.Handler, s *services, t tenancy, logger zerolog.Logger)
 		}
 		ac.Credential = cred
 	}
-	azure, err := batchapi.New(ac, nil, logger)
+	azure, err := azopenai.NewBatchClient(ac, nil, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +72,7 @@ func newBatch(cfg config.Handler, s *services, t tenancy, logger zerolog.Logger)
 		Azure: azure, Ledger: t.ledger, Budgets: ledger.NewBudgets(t.ledger), Catalog: cfg.Catalog,
 		Alerts: alerts, Quota: b.Quota, CoolOff: b.CoolOff, CoolOffFailures: b.CoolOffFailures, Decisions: decisions,
 		PollInterval: b.PollInterval, LeaseTTL: b.LeaseTTL, Concurrency: b.Concurrency,
-		BackoffBase: b.BackoffBase, HeldAlert: b.HeldAlert, OverdueMargin: b.OverdueMargin, OutputExpiry: batchapi.DefaultOutputExpiry,
+		BackoffBase: b.BackoffBase, HeldAlert: b.HeldAlert, OverdueMargin: b.OverdueMargin, OutputExpiry: azopenai.DefaultOutputExpiry,
 		Announcer: webhook.NewAnnouncer(t.webhooks, nil),
 	})
 	if err != nil {

@@ -8,13 +8,13 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/rs/zerolog"
 
+	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/chunk"
 	"github.com/offpath/offpath/internal/claimcheck"
 	"github.com/offpath/offpath/internal/config"
 	"github.com/offpath/offpath/internal/ingest"
 	"github.com/offpath/offpath/internal/invoke"
-	"github.com/offpath/offpath/internal/llm"
 	"github.com/offpath/offpath/internal/ratelimit"
 	"github.com/offpath/offpath/internal/tablestore"
 )
@@ -113,7 +113,7 @@ func newIngest(cfg config.Handler, s *services, t tenancy, logger zerolog.Logger
 // shared, the fleet that leases this instance's part of it from leases.
 // cred authenticates without an API key. limits are the static
 // per-instance shares.
-func newModels(a config.AOAI, cred azcore.TokenCredential, chat string, leases ratelimit.LeaseStore, logger zerolog.Logger) (*llm.Client, map[string]ratelimit.Limits, *ratelimit.Fleet, error) {
+func newModels(a config.AOAI, cred azcore.TokenCredential, chat string, leases ratelimit.LeaseStore, logger zerolog.Logger) (*azopenai.QueueClient, map[string]ratelimit.Limits, *ratelimit.Fleet, error) {
 	limits, quotas := map[string]ratelimit.Limits{}, map[string]ratelimit.Limits{}
 	for name, l := range a.Limits {
 		limits[name] = ratelimit.Limits{TPM: l.TPM, RPM: l.RPM}
@@ -126,7 +126,7 @@ func newModels(a config.AOAI, cred azcore.TokenCredential, chat string, leases r
 	if a.ChatTPM > 0 || a.ChatRPM > 0 {
 		limits[chat] = ratelimit.Limits{TPM: a.ChatTPM, RPM: a.ChatRPM}
 	}
-	var limiter llm.Limiter
+	var limiter azopenai.Limiter
 	var fleet *ratelimit.Fleet
 	if len(limits) > 0 {
 		set, err := ratelimit.NewSet(limits, ratelimit.Options{})
@@ -141,8 +141,8 @@ func newModels(a config.AOAI, cred azcore.TokenCredential, chat string, leases r
 			}
 		}
 	}
-	c := llm.Config{Endpoint: a.Endpoint, APIVersion: a.APIVersion, APIKey: a.APIKey.Reveal(), Credential: cred, AllowHTTP: true,
+	c := azopenai.QueueConfig{Endpoint: a.Endpoint, APIVersion: a.APIVersion, APIKey: a.APIKey.Reveal(), Credential: cred, AllowHTTP: true,
 		MaxAttempts: a.MaxAttempts, BaseBackoff: a.BaseBackoff, MaxBackoff: a.MaxBackoff}
-	client, err := llm.New(c, limiter, logger)
+	client, err := azopenai.NewQueueClient(c, limiter, logger)
 	return client, limits, fleet, err
 }

@@ -20,8 +20,8 @@ import (
 
 	"github.com/offpath/offpath/internal/api"
 	"github.com/offpath/offpath/internal/auth"
+	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batch"
-	"github.com/offpath/offpath/internal/batchapi"
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/invoke"
@@ -56,7 +56,7 @@ func newBatchEnv(t *testing.T) *batchEnv {
 	ts := httptest.NewServer(sim)
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() { _ = sim.Close() })
-	client, err := batchapi.New(batchapi.Config{Endpoint: ts.URL, APIKey: aoaisim.DefaultKey, AllowLoopbackHTTP: true}, nil, zerolog.Nop())
+	client, err := azopenai.NewBatchClient(azopenai.BatchConfig{Endpoint: ts.URL, APIKey: aoaisim.DefaultKey, AllowLoopbackHTTP: true}, nil, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,8 @@ package api
 import (
 	"time"
 
+	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batch"
-	"github.com/offpath/offpath/internal/batchapi"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/ledger"
 )
@@ -29,7 +29,7 @@ type jobView struct {
 	// usage were in.
 	Finished      *time.Time             `json:"finished,omitempty"`
 	Harvested     *time.Time             `json:"harvested,omitempty"`
-	RequestCounts batchapi.RequestCounts `json:"request_counts"`
+	RequestCounts azopenai.RequestCounts `json:"request_counts"`
 	// Outcomes and Usage count the harvested parts so far.
 	Outcomes batch.Counts     `json:"outcomes"`
 	Usage    ledger.UsageView `json:"usage"`
@@ -40,7 +40,7 @@ type jobView struct {
 type partView struct {
 	Index           int              `json:"index"`
 	Status          batch.PartStatus `json:"status"`
-	AzureStatus     batchapi.Status  `json:"azure_status,omitempty"`
+	AzureStatus     azopenai.Status  `json:"azure_status,omitempty"`
 	AzureBatchID    string           `json:"azure_batch_id,omitempty"`
 	Items           int              `json:"items"`
 	EstimatedTokens int64            `json:"estimated_tokens"`
@@ -52,7 +52,7 @@ type partView struct {
 	PlacementDetail string                 `json:"placement_detail,omitempty"`
 	HeldReason      string                 `json:"held_reason,omitempty"`
 	NextAttemptAt   *time.Time             `json:"next_attempt_at,omitempty"`
-	RequestCounts   batchapi.RequestCounts `json:"request_counts"`
+	RequestCounts   azopenai.RequestCounts `json:"request_counts"`
 	Errors          []partError            `json:"errors,omitempty"`
 	Submitted       *time.Time             `json:"submitted,omitempty"`
 	ExpectedBy      *time.Time             `json:"expected_by,omitempty"`

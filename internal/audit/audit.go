@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/alert"
+	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batch"
-	"github.com/offpath/offpath/internal/batchapi"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/tenant"
@@ -32,11 +32,11 @@ const Unknown = "unknown"
 // DefaultMinAge is the age under which no file is deleted, nor alerted.
 const DefaultMinAge = time.Hour
 
-// Azure is the resource's Files and Batches API (package batchapi's Client).
+// Azure is the resource's Files and Batches API (package azopenai's BatchClient).
 type Azure interface {
-	ListBatches(ctx context.Context) iter.Seq2[batchapi.Batch, error]
-	ListFiles(ctx context.Context, purpose string) iter.Seq2[batchapi.File, error]
-	GetFile(ctx context.Context, id string) (batchapi.File, error)
+	ListBatches(ctx context.Context) iter.Seq2[azopenai.Batch, error]
+	ListFiles(ctx context.Context, purpose string) iter.Seq2[azopenai.File, error]
+	GetFile(ctx context.Context, id string) (azopenai.File, error)
 	OpenFileContent(ctx context.Context, id string) (io.ReadCloser, error)
 	DeleteFile(ctx context.Context, id string) error
 }

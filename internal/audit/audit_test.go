@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/audit"
+	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batch"
-	"github.com/offpath/offpath/internal/batchapi"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/tenant"
@@ -173,13 +173,13 @@ func TestRun_FilesGone(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name      string
-		delete    func(b batchapi.Batch) []string
+		delete    func(b azopenai.Batch) []string
 		wantNote  string
 		wantAlias string
 		wantRows  int
 	}{
-		{"Output", func(b batchapi.Batch) []string { return []string{b.OutputFileID, b.ErrorFileID} }, "output file", "", 0},
-		{"Input", func(b batchapi.Batch) []string { return []string{b.InputFileID} }, "input file", audit.Unknown, 1},
+		{"Output", func(b azopenai.Batch) []string { return []string{b.OutputFileID, b.ErrorFileID} }, "output file", "", 0},
+		{"Input", func(b azopenai.Batch) []string { return []string{b.InputFileID} }, "input file", audit.Unknown, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -219,7 +219,7 @@ func TestRun_FailedBatchBooksNothing(t *testing.T) {
 	e := newEnv(t)
 	direct := e.directBatch("bad.jsonl", input(2, "no-such-deployment"))
 	b := e.finish(direct.ID)
-	if b.Status != batchapi.StatusFailed {
+	if b.Status != azopenai.StatusFailed {
 		t.Fatalf("batch %s, want failed", b.Status)
 	}
 	if s := e.run(); s.Alerted != 1 || s.Booked != 1 {
@@ -293,7 +293,7 @@ func TestRun_OffpathBatchNotAlerted(t *testing.T) {
 
 func TestNew_RequiresDependencies(t *testing.T) {
 	t.Parallel()
-	full := audit.Options{Azure: &batchapi.Client{}, Active: stubActive{}, Jobs: stubJobs{}, Store: stubStore{}, Ledger: stubLedger{}, Tenants: stubTenants{}, Catalog: &catalog.Catalog{}}
+	full := audit.Options{Azure: &azopenai.BatchClient{}, Active: stubActive{}, Jobs: stubJobs{}, Store: stubStore{}, Ledger: stubLedger{}, Tenants: stubTenants{}, Catalog: &catalog.Catalog{}}
 	if _, err := audit.New(full); err != nil {
 		t.Fatalf("New(all set) = %v", err)
 	}

@@ -24,8 +24,8 @@ import (
 	"github.com/offpath/offpath/internal/api"
 	"github.com/offpath/offpath/internal/audit"
 	"github.com/offpath/offpath/internal/auth"
+	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batch"
-	"github.com/offpath/offpath/internal/batchapi"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/local/aoaisim"
@@ -107,7 +107,7 @@ type env struct {
 	sim     *aoaisim.Server
 	ts      *httptest.Server
 	clock   *aoaisim.Clock
-	azure   *batchapi.Client
+	azure   *azopenai.BatchClient
 	direct  openai.Client // the second door: openai-go straight at the resource
 	tables  *tablestoreSet
 	ledger  *countingLedger
@@ -147,7 +147,7 @@ func newEnv(t testing.TB, tweak ...func(*aoaisim.Config)) *env {
 	ts := httptest.NewServer(sim)
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() { _ = sim.Close() })
-	client, err := batchapi.New(batchapi.Config{Endpoint: ts.URL, APIKey: aoaisim.DefaultKey, AllowLoopbackHTTP: true,
+	client, err := azopenai.NewBatchClient(azopenai.BatchConfig{Endpoint: ts.URL, APIKey: aoaisim.DefaultKey, AllowLoopbackHTTP: true,
 		MaxRetryWait: 100 * time.Millisecond, MaxAttempts: 2, RequestTimeout: 5 * time.Second}, nil, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
@@ -272,10 +272,10 @@ func (e *env) directBatch(name, content string) *openai.Batch {
 }
 
 // offpathBatch uploads an input named as offpath names them, creates a
-// batch carrying offpath's submission key through the batchapi client, and
+// batch carrying offpath's submission key through the azopenai client, and
 // records it on the job's part, as the poller does (the job row is made
 // if there is none).
-func (e *env) offpathBatch(jobID string, part int, content string) batchapi.Batch {
+func (e *env) offpathBatch(jobID string, part int, content string) azopenai.Batch {
 	e.t.Helper()
 	b := e.keyedBatch(jobID, part, content)
 	ctx := context.Background()
@@ -300,10 +300,10 @@ func (e *env) offpathBatch(jobID string, part int, content string) batchapi.Batc
 // keyedBatch is offpathBatch without the job's record of it: the batch
 // carries offpath's key (and tenant contoso in its metadata), and no job
 // claims it.
-func (e *env) keyedBatch(jobID string, part int, content string) batchapi.Batch {
+func (e *env) keyedBatch(jobID string, part int, content string) azopenai.Batch {
 	e.t.Helper()
 	f := e.offpathFile(jobID, part, content)
-	c, err := e.azure.CreateBatch(context.Background(), batchapi.Submission{InputFileID: f.ID, JobID: jobID, Part: part,
+	c, err := e.azure.CreateBatch(context.Background(), azopenai.Submission{InputFileID: f.ID, JobID: jobID, Part: part,
 		Metadata: map[string]string{"tenant": "contoso", "alias": "summarize"}})
 	if err != nil {
 		e.t.Fatalf("CreateBatch: %v", err)
@@ -312,7 +312,7 @@ func (e *env) keyedBatch(jobID string, part int, content string) batchapi.Batch 
 }
 
 // offpathFile uploads a file named as package batch names its inputs.
-func (e *env) offpathFile(jobID string, part int, content string) batchapi.File {
+func (e *env) offpathFile(jobID string, part int, content string) azopenai.File {
 	e.t.Helper()
 	f, err := e.azure.UploadFile(context.Background(), fmt.Sprintf("%s.part%d.jsonl", jobID, part), strings.NewReader(content), int64(len(content)))
 	if err != nil {
@@ -323,7 +323,7 @@ func (e *env) offpathFile(jobID string, part int, content string) batchapi.File 
 
 // finish moves the simulator's clock until the batch has ended with its
 // files.
-func (e *env) finish(id string) batchapi.Batch {
+func (e *env) finish(id string) azopenai.Batch {
 	e.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {

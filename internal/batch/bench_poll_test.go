@@ -11,8 +11,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batch"
-	"github.com/offpath/offpath/internal/batchapi"
 )
 
 // BenchmarkPollTick runs the poll tick over 100, 1,000, 5,000 and 10,000
@@ -168,7 +168,7 @@ func (r *recAzure) reset() {
 	r.gets, r.lists, r.listed = nil, nil, 0
 }
 
-func (r *recAzure) ListBatchStates(ctx context.Context, ids []string, since time.Time) (map[string]batchapi.Batch, error) {
+func (r *recAzure) ListBatchStates(ctx context.Context, ids []string, since time.Time) (map[string]azopenai.Batch, error) {
 	seen, err := r.Azure.ListBatchStates(ctx, ids, since)
 	r.mu.Lock()
 	r.lists = append(r.lists, listCall{ids, since})
@@ -177,7 +177,7 @@ func (r *recAzure) ListBatchStates(ctx context.Context, ids []string, since time
 	return seen, err
 }
 
-func (r *recAzure) GetBatch(ctx context.Context, id string) (batchapi.Batch, error) {
+func (r *recAzure) GetBatch(ctx context.Context, id string) (azopenai.Batch, error) {
 	r.mu.Lock()
 	r.gets = append(r.gets, id)
 	r.mu.Unlock()

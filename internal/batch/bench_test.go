@@ -17,8 +17,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
+	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batch"
-	"github.com/offpath/offpath/internal/batchapi"
 	"github.com/offpath/offpath/internal/batchfile"
 	"github.com/offpath/offpath/internal/local/aoaisim"
 )
@@ -132,7 +132,7 @@ func rawCopy(tb testing.TB, e *env, raw *azblob.Client, fileID, name string) int
 }
 
 // waitBatch waits until the simulator's batch is finished with its files.
-func waitBatch(tb testing.TB, e *env, id string) batchapi.Batch {
+func waitBatch(tb testing.TB, e *env, id string) azopenai.Batch {
 	tb.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -203,7 +203,7 @@ func seedActive(tb testing.TB, e *env, n int) {
 				fail(err)
 				return
 			}
-			c, err := e.azure.CreateBatch(ctx, batchapi.Submission{InputFileID: file.ID, JobID: id, Part: 0})
+			c, err := e.azure.CreateBatch(ctx, azopenai.Submission{InputFileID: file.ID, JobID: id, Part: 0})
 			if err != nil {
 				fail(err)
 				return

@@ -7,7 +7,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/batchapi"
+	"github.com/offpath/offpath/internal/azopenai"
 )
 
 // ErrFinished: the job has ended; there is nothing to cancel.
@@ -51,7 +51,7 @@ func (s *Service) Cancel(ctx context.Context, tenantID, id string) (Job, error) 
 		if p.Status != PartSubmitted || p.CancelSent || p.azureTerminal() {
 			continue
 		}
-		if _, err := s.o.Azure.CancelBatch(ctx, p.BatchID); err != nil && !errors.Is(err, batchapi.ErrConflict) {
+		if _, err := s.o.Azure.CancelBatch(ctx, p.BatchID); err != nil && !errors.Is(err, azopenai.ErrConflict) {
 			log.Warn().Err(err).Str("job", j.ID).Int("part", i).Msg("cancel at Azure failed; the poller retries")
 			continue
 		}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/audit"
+	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batch"
-	"github.com/offpath/offpath/internal/batchapi"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/tablestore"
@@ -18,12 +18,12 @@ import (
 // afterCreate calls hook once a create has returned a batch, before the
 // service records it.
 type afterCreate struct {
-	*batchapi.Client
+	*azopenai.BatchClient
 	hook func()
 }
 
-func (a *afterCreate) CreateBatch(ctx context.Context, s batchapi.Submission) (batchapi.Created, error) {
-	c, err := a.Client.CreateBatch(ctx, s)
+func (a *afterCreate) CreateBatch(ctx context.Context, s azopenai.Submission) (azopenai.Created, error) {
+	c, err := a.BatchClient.CreateBatch(ctx, s)
 	if err == nil && a.hook != nil {
 		a.hook()
 	}
@@ -78,7 +78,7 @@ func TestCreateWindow(t *testing.T) {
 		{"create committed, its record not written", func(t *testing.T, e *env, _ string) {
 			jobs := &failingJobs{Jobs: e.jobs}
 			o := e.opts
-			o.Jobs, o.Azure = jobs, &afterCreate{Client: e.azure, hook: func() { jobs.fail.Store(true) }}
+			o.Jobs, o.Azure = jobs, &afterCreate{BatchClient: e.azure, hook: func() { jobs.fail.Store(true) }}
 			svc, err := batch.New(o)
 			if err != nil {
 				t.Fatal(err)

@@ -9,9 +9,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/ledger"
-	"github.com/offpath/offpath/internal/llm"
 	"github.com/offpath/offpath/internal/local/aoaisim"
 )
 
@@ -31,7 +31,7 @@ func deadlineEnv(t *testing.T, speed, linesPerMinute float64, faults ...aoaisim.
 		o.Now = clock.Now
 		o.FallbackConcurrency = 3
 	}})
-	client, err := llm.New(llm.Config{Endpoint: e.simURL, APIKey: aoaisim.DefaultKey, AllowHTTP: true}, nil, zerolog.Nop())
+	client, err := azopenai.NewQueueClient(azopenai.QueueConfig{Endpoint: e.simURL, APIKey: aoaisim.DefaultKey, AllowHTTP: true}, nil, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@
 // polls it, harvests its output into platform storage and attributes every
 // token to the tenant in the ledger, exactly once. The package holds the
 // job model and the flows; it talks to storage and Azure through the small
-// interfaces in service.go (packages tablestore, blobstore and batchapi
+// interfaces in service.go (packages tablestore, blobstore and azopenai
 // implement them).
 //
 // # States
@@ -92,7 +92,7 @@
 //     admission after one that may have uploaded looks for the part's file
 //     by name ({job}.part{N}.jsonl) and size before uploading again;
 //   - the input file id is recorded on the part before the create is sent;
-//   - every create looks its submission key up first (package batchapi;
+//   - every create looks its submission key up first (package azopenai;
 //     the lookup stops at batches older than the job), so a create whose
 //     reply was lost, or whose record failed, or a job row that storage
 //     lost recent writes of, finds its batch: a batch found by its key is

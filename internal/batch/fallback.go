@@ -14,17 +14,17 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batchfile"
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/ledger"
-	"github.com/offpath/offpath/internal/llm"
 	"github.com/offpath/offpath/internal/tokens"
 )
 
-// Sync runs one chat completion request synchronously (package llm's
+// Sync runs one chat completion request synchronously (package azopenai's
 // Client, paced by its limiter).
 type Sync interface {
-	ChatBody(ctx context.Context, deployment string, body []byte, charge int64) (llm.Answer, error)
+	ChatBody(ctx context.Context, deployment string, body []byte, charge int64) (azopenai.Answer, error)
 }
 
 // SourceSync marks a result line the deadline fallback answered.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/batchapi"
+	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/ledger"
 )
 
@@ -127,7 +127,7 @@ func (s *Service) harvest(ctx context.Context, j Job, i int, owner string) (Job,
 		if id == "" {
 			continue
 		}
-		if err := s.o.Azure.DeleteFile(ctx, id); err != nil && !errors.Is(err, batchapi.ErrNotFound) {
+		if err := s.o.Azure.DeleteFile(ctx, id); err != nil && !errors.Is(err, azopenai.ErrNotFound) {
 			log.Warn().Err(err).Str("file_id", id).Msg("Azure file not deleted; retried later")
 			leftover = append(leftover, id)
 		}

@@ -18,8 +18,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/rs/zerolog"
 
+	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batch"
-	"github.com/offpath/offpath/internal/batchapi"
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/ledger"
@@ -76,7 +76,7 @@ type env struct {
 	t       testing.TB
 	sim     *aoaisim.Server
 	simURL  string
-	azure   *batchapi.Client
+	azure   *azopenai.BatchClient
 	jobs    *tablestore.Jobs
 	ledger  *countingLedger
 	blobs   *blobstore.Store
@@ -118,7 +118,7 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 	ts := httptest.NewServer(sim)
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() { _ = sim.Close() })
-	client, err := batchapi.New(batchapi.Config{Endpoint: ts.URL, APIKey: aoaisim.DefaultKey, AllowLoopbackHTTP: true,
+	client, err := azopenai.NewBatchClient(azopenai.BatchConfig{Endpoint: ts.URL, APIKey: aoaisim.DefaultKey, AllowLoopbackHTTP: true,
 		MaxRetryWait: time.Second, MaxAttempts: 2, ListPageSize: cfg.listPage}, nil, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,7 @@ package batch
 import (
 	"time"
 
-	"github.com/offpath/offpath/internal/batchapi"
+	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batchfile"
 	"github.com/offpath/offpath/internal/ledger"
 )
@@ -174,9 +174,9 @@ type Part struct {
 	// token_limit_exceeded (kept for audits).
 	PreviousBatchIDs []string `json:"previous_batch_ids,omitempty"`
 	// AzureStatus is the batch's status as last polled.
-	AzureStatus   batchapi.Status        `json:"azure_status,omitempty"`
-	RequestCounts batchapi.RequestCounts `json:"request_counts"`
-	Errors        []batchapi.BatchError  `json:"errors,omitempty"`
+	AzureStatus   azopenai.Status        `json:"azure_status,omitempty"`
+	RequestCounts azopenai.RequestCounts `json:"request_counts"`
+	Errors        []azopenai.BatchError  `json:"errors,omitempty"`
 	OutputFileID  string                 `json:"output_file_id,omitempty"`
 	ErrorFileID   string                 `json:"error_file_id,omitempty"`
 	// MaxEnqueuedTokens is the deployment's limit as Azure last reported it
@@ -337,11 +337,11 @@ func (j *Job) final() State {
 			continue // what its batch did not do, the fallback did
 		}
 		switch j.Parts[i].AzureStatus {
-		case batchapi.StatusFailed:
+		case azopenai.StatusFailed:
 			return Failed
-		case batchapi.StatusExpired:
+		case azopenai.StatusExpired:
 			st = Expired
-		case batchapi.StatusCancelled:
+		case azopenai.StatusCancelled:
 			if st == Completed {
 				st = Cancelled
 			}

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/offpath/offpath/internal/batchapi"
+	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batchfile"
 	"github.com/offpath/offpath/internal/ledger"
 )
@@ -127,7 +127,7 @@ func (s *Service) parse(ctx context.Context, j *Job, p *Part, files []partFile) 
 	seen := make([]bool, p.Lines)
 	for _, f := range files {
 		r, done, err := f.open()
-		if errors.Is(err, batchapi.ErrNotFound) {
+		if errors.Is(err, azopenai.ErrNotFound) {
 			p.OutputLost = true
 			continue
 		}
@@ -262,11 +262,11 @@ func missingOutcome(p *Part) (code, message string, o Outcome) {
 	switch {
 	case p.OutputLost:
 		return "output_lost", "Azure deleted the batch's output before it was copied", FailedOutcome
-	case p.AzureStatus == batchapi.StatusExpired:
+	case p.AzureStatus == azopenai.StatusExpired:
 		return "batch_expired", "the batch's completion window ended before this request ran", ExpiredOutcome
-	case p.AzureStatus == batchapi.StatusCancelled:
+	case p.AzureStatus == azopenai.StatusCancelled:
 		return "batch_cancelled", "the job was cancelled before this request ran", CancelledOutcome
-	case p.AzureStatus == batchapi.StatusFailed:
+	case p.AzureStatus == azopenai.StatusFailed:
 		code := "batch_failed"
 		if len(p.Errors) > 0 && p.Errors[0].Code != "" {
 			code, message = p.Errors[0].Code, clipMessage(p.Errors[0].Message)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/batchapi"
+	"github.com/offpath/offpath/internal/azopenai"
 )
 
 // maxErrorsKept bounds the validation errors kept per part.
@@ -31,7 +31,7 @@ func material(a, b *Part) bool {
 // polled is one part's fresh state from Azure.
 type polled struct {
 	part  int
-	batch batchapi.Batch
+	batch azopenai.Batch
 	err   error
 }
 
@@ -77,10 +77,10 @@ func (s *Service) pollParts(ctx context.Context, t *tick, j Job) (Job, error) {
 				continue // moved on meanwhile
 			}
 			if a.err != nil {
-				if errors.Is(a.err, batchapi.ErrNotFound) {
+				if errors.Is(a.err, azopenai.ErrNotFound) {
 					// The batch is gone (deleted outside offpath): nothing to harvest.
-					p.AzureStatus, p.Status, p.FinishedAt = batchapi.StatusFailed, PartDone, s.now()
-					p.Errors = []batchapi.BatchError{{Code: "batch_not_found", Message: "the Azure batch no longer exists"}}
+					p.AzureStatus, p.Status, p.FinishedAt = azopenai.StatusFailed, PartDone, s.now()
+					p.Errors = []azopenai.BatchError{{Code: "batch_not_found", Message: "the Azure batch no longer exists"}}
 					events = append(events, partEvent{p.Index, AlertFailed})
 					changed = true
 				}
@@ -106,8 +106,8 @@ func (s *Service) pollParts(ctx context.Context, t *tick, j Job) (Job, error) {
 		return nil
 	})
 	for _, a := range answers {
-		if a.err != nil && !errors.Is(a.err, batchapi.ErrNotFound) {
-			if errors.Is(a.err, batchapi.ErrAuth) {
+		if a.err != nil && !errors.Is(a.err, azopenai.ErrNotFound) {
+			if errors.Is(a.err, azopenai.ErrAuth) {
 				s.authAlert(ctx, t, a.err)
 			}
 			errs = append(errs, fmt.Errorf("poll part %d: %w", a.part, a.err))
@@ -152,7 +152,7 @@ func (s *Service) announce(ctx context.Context, j *Job, events []partEvent) {
 
 // applyBatch records Azure's view of a part's batch and returns the alert
 // the change calls for, if any.
-func (s *Service) applyBatch(p *Part, b batchapi.Batch) string {
+func (s *Service) applyBatch(p *Part, b azopenai.Batch) string {
 	now := s.now()
 	p.PolledAt = now
 	p.AzureStatus, p.RequestCounts = b.Status, b.RequestCounts
@@ -161,7 +161,7 @@ func (s *Service) applyBatch(p *Part, b batchapi.Batch) string {
 		p.AzureExpiry = b.ExpiresAt
 	}
 	p.Errors = append(p.Errors[:0], b.Errors[:min(len(b.Errors), maxErrorsKept)]...)
-	if b.Status == batchapi.StatusFailed && errors.Is(b.Err(), batchapi.ErrQuotaFull) {
+	if b.Status == azopenai.StatusFailed && errors.Is(b.Err(), azopenai.ErrQuotaFull) {
 		// Validation-time quota refusal: the same input file is resubmitted
 		// later under a new attempt.
 		s.requeue(p, "token_limit_exceeded")
@@ -173,9 +173,9 @@ func (s *Service) applyBatch(p *Part, b batchapi.Batch) string {
 	p.Status, p.FinishedAt = PartDone, now
 	p.OutputExpiresAt = now.Add(s.o.OutputExpiry)
 	switch b.Status {
-	case batchapi.StatusFailed:
+	case azopenai.StatusFailed:
 		return AlertFailed
-	case batchapi.StatusExpired:
+	case azopenai.StatusExpired:
 		return AlertExpired
 	}
 	return ""
@@ -189,7 +189,7 @@ func (s *Service) requeue(p *Part, reason string) {
 		p.PreviousBatchIDs = append(p.PreviousBatchIDs, p.BatchID)
 	}
 	p.BatchID, p.AzureStatus, p.Errors = "", "", nil
-	p.RequestCounts = batchapi.RequestCounts{}
+	p.RequestCounts = azopenai.RequestCounts{}
 	p.Status, p.HeldReason = PartPending, reason
 	if p.HeldSince.IsZero() {
 		p.HeldSince = now
@@ -218,7 +218,7 @@ func (s *Service) cancelParts(ctx context.Context, j Job) (Job, error) {
 	sent := map[int]bool{}
 	for _, i := range toCancel {
 		_, err := s.o.Azure.CancelBatch(ctx, j.Parts[i].BatchID)
-		if err != nil && !errors.Is(err, batchapi.ErrConflict) {
+		if err != nil && !errors.Is(err, azopenai.ErrConflict) {
 			errs = append(errs, fmt.Errorf("cancel part %d: %w", i, err))
 			continue
 		}
@@ -245,7 +245,7 @@ func endPending(j *Job, now time.Time) bool {
 	changed := false
 	for i := range j.Parts {
 		if p := &j.Parts[i]; p.Status == PartPending {
-			p.Status, p.AzureStatus, p.FinishedAt = PartDone, batchapi.StatusCancelled, now
+			p.Status, p.AzureStatus, p.FinishedAt = PartDone, azopenai.StatusCancelled, now
 			changed = true
 		}
 	}
@@ -260,7 +260,7 @@ func (s *Service) cleanup(ctx context.Context, j Job) (Job, error) {
 	var done []string
 	var errs []error
 	for _, id := range j.Cleanup {
-		if err := s.o.Azure.DeleteFile(ctx, id); err != nil && !errors.Is(err, batchapi.ErrNotFound) {
+		if err := s.o.Azure.DeleteFile(ctx, id); err != nil && !errors.Is(err, azopenai.ErrNotFound) {
 			errs = append(errs, err)
 			continue
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/batchapi"
+	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/outcome"
 )
@@ -115,7 +115,7 @@ func (s *Service) coolOff(ctx context.Context, deployment, reason string) {
 
 // createOutcome counts a create's outcome at deployment towards its
 // cool-off: a refusal for quota starts one at once, CoolOffFailures
-// failures in a row (5xx, connection; batchapi has retried each already)
+// failures in a row (5xx, connection; azopenai has retried each already)
 // start one, a success clears the count.
 func (s *Service) createOutcome(ctx context.Context, deployment string, err error) {
 	switch {
@@ -126,9 +126,9 @@ func (s *Service) createOutcome(ctx context.Context, deployment string, err erro
 			s.cool[deployment] = c
 		}
 		s.coolMu.Unlock()
-	case errors.Is(err, batchapi.ErrQuotaFull):
+	case errors.Is(err, azopenai.ErrQuotaFull):
 		s.coolOff(ctx, deployment, "token_limit_exceeded")
-	case errors.Is(err, errCreate) && !errors.Is(err, batchapi.ErrAuth) && outcome.Of(err) != outcome.Rejected:
+	case errors.Is(err, errCreate) && !errors.Is(err, azopenai.ErrAuth) && outcome.Of(err) != outcome.Rejected:
 		s.coolMu.Lock()
 		c := s.cool[deployment]
 		c.failures++

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/offpath/offpath/internal/batchapi"
+	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batchfile"
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/catalog"
@@ -81,15 +81,15 @@ type Blobs interface {
 	DeletePrefix(ctx context.Context, container, prefix string) error
 }
 
-// Azure is the resource's Files and Batches API (package batchapi's Client).
+// Azure is the resource's Files and Batches API (package azopenai's BatchClient).
 type Azure interface {
-	UploadFile(ctx context.Context, filename string, body io.Reader, size int64) (batchapi.File, error)
-	AwaitFile(ctx context.Context, id string, interval time.Duration) (batchapi.File, error)
-	FindFile(ctx context.Context, filename string) (batchapi.File, bool, error)
-	CreateBatch(ctx context.Context, s batchapi.Submission) (batchapi.Created, error)
-	GetBatch(ctx context.Context, id string) (batchapi.Batch, error)
-	ListBatchStates(ctx context.Context, ids []string, since time.Time) (map[string]batchapi.Batch, error)
-	CancelBatch(ctx context.Context, id string) (batchapi.Batch, error)
+	UploadFile(ctx context.Context, filename string, body io.Reader, size int64) (azopenai.File, error)
+	AwaitFile(ctx context.Context, id string, interval time.Duration) (azopenai.File, error)
+	FindFile(ctx context.Context, filename string) (azopenai.File, bool, error)
+	CreateBatch(ctx context.Context, s azopenai.Submission) (azopenai.Created, error)
+	GetBatch(ctx context.Context, id string) (azopenai.Batch, error)
+	ListBatchStates(ctx context.Context, ids []string, since time.Time) (map[string]azopenai.Batch, error)
+	CancelBatch(ctx context.Context, id string) (azopenai.Batch, error)
 	OpenFileContent(ctx context.Context, id string) (io.ReadCloser, error)
 	DeleteFile(ctx context.Context, id string) error
 }
@@ -197,7 +197,7 @@ type Options struct {
 	// CompletionWindow is Azure's (24 h).
 	CompletionWindow time.Duration
 	// OutputExpiry is the output_expires_after the batches are created with
-	// (batchapi.Config.OutputExpiry).
+	// (azopenai.BatchConfig.OutputExpiry).
 	OutputExpiry time.Duration
 	// PartLimits split inputs into parts (default Azure's limits, lowered
 	// so that a part fits its deployment's quota).
@@ -224,7 +224,7 @@ type Options struct {
 	// as held_too_long is raised for it (package webhook's Announcer),
 	// within a few seconds; its failure is logged, never the poll tick's.
 	Announcer Announcer
-	// Sync, if set, is the queue path's synchronous client (package llm,
+	// Sync, if set, is the queue path's synchronous client (package azopenai,
 	// paced by a ratelimit.Capped): the items of parts that cannot finish
 	// by their job's CompleteBy run through it, on the alias's queue
 	// deployment. Without it, deadlines are recorded but not acted on.
@@ -310,7 +310,7 @@ func New(o Options) (*Service, error) {
 	def(&o.ExpiryWarning, DefaultExpiryWarning)
 	def(&o.Realert, DefaultRealert)
 	def(&o.CompletionWindow, DefaultCompletionWindow)
-	def(&o.OutputExpiry, batchapi.DefaultOutputExpiry)
+	def(&o.OutputExpiry, azopenai.DefaultOutputExpiry)
 	defInt(&o.MaxItems, DefaultMaxItems)
 	defInt(&o.MaxParts, DefaultMaxParts)
 	defInt(&o.CompletionTokens, DefaultCompletionTokens)

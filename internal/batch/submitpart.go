@@ -9,13 +9,13 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/batchapi"
+	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batchfile"
 	"github.com/offpath/offpath/internal/outcome"
 )
 
 // admitPart uploads a part's input (once) and creates its Azure batch,
-// under the job's lease. It returns batchapi.ErrQuotaFull when Azure
+// under the job's lease. It returns azopenai.ErrQuotaFull when Azure
 // refuses for quota, nil when the batch exists.
 func (s *Service) admitPart(ctx context.Context, t *tick, c candidate) error {
 	log := zerolog.Ctx(ctx).With().Str("job", c.job.ID).Str("tenant", c.job.Tenant).Int("part", c.part).Logger()
@@ -55,13 +55,13 @@ func (s *Service) admitPart(ctx context.Context, t *tick, c candidate) error {
 			j, err = s.recordInputFile(ctx, t, j, i, fileID)
 		}
 	}
-	var created batchapi.Created
+	var created azopenai.Created
 	createCalled := err == nil
 	if createCalled {
 		// Always looked up first: a batch is this part's if it carries the
 		// part's submission key, whatever this row remembers, and the row
 		// may be stale. Since bounds the lookup to the job's lifetime.
-		created, err = s.o.Azure.CreateBatch(ctx, batchapi.Submission{InputFileID: fileID, JobID: j.ID, Part: p.Index,
+		created, err = s.o.Azure.CreateBatch(ctx, azopenai.Submission{InputFileID: fileID, JobID: j.ID, Part: p.Index,
 			Attempt: p.Attempt, MaybeCreated: true, Since: j.Created,
 			Metadata: map[string]string{"tenant": j.Tenant, "alias": j.Alias, metaDeployment: p.Deployment}})
 		if err != nil {
@@ -116,7 +116,7 @@ func (s *Service) admitPart(ctx context.Context, t *tick, c candidate) error {
 		s.announce(ctx, &stored, events)
 	}
 	if err != nil {
-		if errors.Is(err, batchapi.ErrAuth) {
+		if errors.Is(err, azopenai.ErrAuth) {
 			s.authAlert(ctx, t, err)
 		}
 		log.Warn().Err(err).Msg("part not admitted")
@@ -132,7 +132,7 @@ func (s *Service) admitPart(ctx context.Context, t *tick, c candidate) error {
 		s.o.Decisions.Placed(j.Alias, p.Deployment, p.Placement)
 	}
 	if extra != "" && uerr == nil {
-		if derr := s.o.Azure.DeleteFile(ctx, extra); derr != nil && !errors.Is(derr, batchapi.ErrNotFound) {
+		if derr := s.o.Azure.DeleteFile(ctx, extra); derr != nil && !errors.Is(derr, azopenai.ErrNotFound) {
 			log.Warn().Err(derr).Str("file_id", extra).Msg("extra input file not deleted; the audit deletes it once the job has ended")
 		}
 	}
@@ -212,9 +212,9 @@ func (s *Service) upload(ctx context.Context, j *Job, p *Part) (string, error) {
 }
 
 // applyCreate records the outcome of an admission attempt on the part.
-func (s *Service) applyCreate(p *Part, c batchapi.Created, err error) string {
+func (s *Service) applyCreate(p *Part, c azopenai.Created, err error) string {
 	now := s.now()
-	var qe *batchapi.QuotaError
+	var qe *azopenai.QuotaError
 	switch {
 	case err == nil:
 		b := c.Batch
@@ -233,16 +233,16 @@ func (s *Service) applyCreate(p *Part, c batchapi.Created, err error) string {
 		p.BatchID = ""
 		s.requeue(p, "token_limit_exceeded")
 		p.Attempt-- // nothing was created: the same attempt may be used again
-	case errors.Is(err, batchapi.ErrAmbiguous):
+	case errors.Is(err, azopenai.ErrAmbiguous):
 		p.HeldReason, p.NextAttemptAt = "retry", now.Add(s.backoff(1))
-	case errors.Is(err, batchapi.ErrNotFound):
+	case errors.Is(err, azopenai.ErrNotFound):
 		// The input file expired or was deleted: upload it again.
 		p.InputFileID, p.MaybeCreated = "", false
 		p.HeldReason, p.NextAttemptAt = "retry", now.Add(s.backoff(1))
 	case outcome.Of(err) == outcome.Rejected:
 		p.MaybeCreated = false
-		p.Status, p.AzureStatus, p.FinishedAt = PartDone, batchapi.StatusFailed, now
-		p.Errors = []batchapi.BatchError{{Code: "create_rejected", Message: clipMessage(err.Error())}}
+		p.Status, p.AzureStatus, p.FinishedAt = PartDone, azopenai.StatusFailed, now
+		p.Errors = []azopenai.BatchError{{Code: "create_rejected", Message: clipMessage(err.Error())}}
 		return AlertFailed
 	default:
 		p.HeldReason, p.NextAttemptAt = "retry", now.Add(s.backoff(p.Refusals+1))

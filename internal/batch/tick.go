@@ -11,7 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/batchapi"
+	"github.com/offpath/offpath/internal/azopenai"
 )
 
 // TickReport says what one poll tick did.
@@ -33,7 +33,7 @@ type tick struct {
 	auth  sync.Once // azure_auth is raised once per tick, not per job
 	// listed are the due batches' states read from Azure's batch list at
 	// the start of the tick; read-only after.
-	listed map[string]batchapi.Batch
+	listed map[string]azopenai.Batch
 }
 
 func (t *tick) count(f func(r *TickReport)) {

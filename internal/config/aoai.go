@@ -23,7 +23,7 @@ type AOAI struct {
 	Endpoint string `json:"endpoint,omitempty"`
 	// Surface is OFFPATH_AOAI_SURFACE, the batch path's API: "v1"
 	// (default) or "classic". APIVersion is OFFPATH_AOAI_API_VERSION: the
-	// classic surface's, and the queue path's (empty: package llm's GA
+	// classic surface's, and the queue path's (empty: package azopenai's GA
 	// version).
 	Surface    string `json:"surface"`
 	APIVersion string `json:"api_version,omitempty"`
@@ -40,7 +40,7 @@ type AOAI struct {
 
 	// MaxAttempts, BaseBackoff and MaxBackoff are the queue path's retries:
 	// OFFPATH_AOAI_MAX_ATTEMPTS, OFFPATH_AOAI_BASE_BACKOFF and
-	// OFFPATH_AOAI_MAX_BACKOFF (default package llm's: 6, 500ms and 8s).
+	// OFFPATH_AOAI_MAX_BACKOFF (default package azopenai's: 6, 500ms and 8s).
 	MaxAttempts int           `json:"max_attempts"`
 	BaseBackoff time.Duration `json:"base_backoff"`
 	MaxBackoff  time.Duration `json:"max_backoff"`

@@ -7,8 +7,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/chunk"
-	"github.com/offpath/offpath/internal/llm"
 	"github.com/offpath/offpath/internal/ratelimit"
 	"github.com/offpath/offpath/internal/reconcile"
 )
@@ -145,9 +145,9 @@ func (c Handler) WithDefaults() Handler {
 
 func (a AOAI) withDefaults() AOAI {
 	a.Surface = cmp.Or(a.Surface, DefaultSurface)
-	a.MaxAttempts = cmp.Or(a.MaxAttempts, llm.DefaultMaxAttempts)
-	a.BaseBackoff = cmp.Or(a.BaseBackoff, llm.DefaultBaseBackoff)
-	a.MaxBackoff = cmp.Or(a.MaxBackoff, llm.DefaultMaxBackoff)
+	a.MaxAttempts = cmp.Or(a.MaxAttempts, azopenai.DefaultQueueMaxAttempts)
+	a.BaseBackoff = cmp.Or(a.BaseBackoff, azopenai.DefaultBaseBackoff)
+	a.MaxBackoff = cmp.Or(a.MaxBackoff, azopenai.DefaultMaxBackoff)
 	a.Instances = cmp.Or(a.Instances, DefaultInstances)
 	if a.SharedQuota == nil {
 		a.SharedQuota = new(true)

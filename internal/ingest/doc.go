@@ -17,7 +17,7 @@
 //     ingest-process-heavy functions, one implementation) redeems a claim
 //     check: it streams the blob pinned to the claim check's ETag, extracts
 //     its text (package extract), cuts it into overlapping chunks (package
-//     chunk), embeds them and asks for a summary (package llm), writes
+//     chunk), embeds them and asks for a summary (package azopenai), writes
 //     ingested/{tenant}/{path}.jsonl, meters the usage to the ledger and
 //     records the document's status.
 //
@@ -26,7 +26,7 @@
 // the chunks are still written. Poison input is rejected, recorded
 // (Rejections, which also records the invocations the protocol layer finds
 // undecodable) and answered 2xx. Only infrastructure failures answer non-2xx, after package
-// llm has waited out 429s and 5xx in process within the invocation's
+// azopenai has waited out 429s and 5xx in process within the invocation's
 // deadline, so Service Bus redelivers them and dead-letters what keeps
 // failing.
 //

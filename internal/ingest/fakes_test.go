@@ -16,13 +16,13 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/claimcheck"
 	"github.com/offpath/offpath/internal/document"
 	"github.com/offpath/offpath/internal/ingest"
 	"github.com/offpath/offpath/internal/ledger"
-	"github.com/offpath/offpath/internal/llm"
 	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/tenant"
 )
@@ -282,9 +282,9 @@ func testDeployments(dims int) []aoaisim.Deployment {
 
 type fixtureOptions struct {
 	sim     func(*aoaisim.Config)
-	llm     func(*llm.Config)
+	llm     func(*azopenai.QueueConfig)
 	ingest  func(*ingest.Options)
-	limiter llm.Limiter
+	limiter azopenai.Limiter
 	models  ingest.Models
 }
 
@@ -303,11 +303,11 @@ func newFixture(tb testing.TB, fo fixtureOptions) *fixture {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = sim.Close() })
-	lc := llm.Config{Endpoint: url, APIKey: aoaisim.DefaultKey, AllowHTTP: true, BaseBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, MinAttemptTime: time.Millisecond}
+	lc := azopenai.QueueConfig{Endpoint: url, APIKey: aoaisim.DefaultKey, AllowHTTP: true, BaseBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, MinAttemptTime: time.Millisecond}
 	if fo.llm != nil {
 		fo.llm(&lc)
 	}
-	client, err := llm.New(lc, fo.limiter, zerolog.Nop())
+	client, err := azopenai.NewQueueClient(lc, fo.limiter, zerolog.Nop())
 	if err != nil {
 		tb.Fatal(err)
 	}

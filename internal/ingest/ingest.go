@@ -13,13 +13,13 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/chunk"
 	"github.com/offpath/offpath/internal/claimcheck"
 	"github.com/offpath/offpath/internal/document"
 	"github.com/offpath/offpath/internal/ledger"
-	"github.com/offpath/offpath/internal/llm"
 	"github.com/offpath/offpath/internal/outcome"
 	"github.com/offpath/offpath/internal/tenant"
 )
@@ -29,9 +29,9 @@ const (
 	DefaultAlias            = "ingest"
 	DefaultResultsContainer = "ingested"
 	DefaultSummaryMaxTokens = 256
-	DefaultSummaryInput     = llm.DefaultSummaryInput
-	DefaultEmbedBatch       = llm.DefaultEmbedBatch
-	DefaultEmbedBatchTokens = llm.DefaultEmbedBatchToken
+	DefaultSummaryInput     = azopenai.DefaultSummaryInput
+	DefaultEmbedBatch       = azopenai.DefaultEmbedBatch
+	DefaultEmbedBatchTokens = azopenai.DefaultEmbedBatchToken
 	DefaultTenantTTL        = 30 * time.Second
 	DefaultMaxDeliveryCount = 10
 )
@@ -62,10 +62,10 @@ type Outcomes interface {
 	Settled(tenant string, k outcome.Kind)
 }
 
-// Models embeds and summarises; *llm.Client is one.
+// Models embeds and summarises; *azopenai.QueueClient is one.
 type Models interface {
-	Embed(ctx context.Context, deployment string, texts []string) (llm.Embeddings, error)
-	Summarize(ctx context.Context, deployment, text string, maxTokens int) (llm.Summary, error)
+	Embed(ctx context.Context, deployment string, texts []string) (azopenai.Embeddings, error)
+	Summarize(ctx context.Context, deployment, text string, maxTokens int) (azopenai.Summary, error)
 }
 
 // Blobs reads documents and writes results; BlobStore adapts a
@@ -125,7 +125,7 @@ type Options struct {
 	// Chunk sizes the chunks (default 512 tokens, 64 of overlap).
 	Chunk chunk.Options
 	// EmbedBatch and EmbedBatchTokens group chunks into one embeddings
-	// request. Default 64 and 8,000, package llm's defaults.
+	// request. Default 64 and 8,000, package azopenai's defaults.
 	EmbedBatch       int
 	EmbedBatchTokens int
 	// SummaryInputTokens is how much of the text the summary reads, from

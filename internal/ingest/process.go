@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/chunk"
@@ -19,7 +20,6 @@ import (
 	"github.com/offpath/offpath/internal/document"
 	"github.com/offpath/offpath/internal/extract"
 	"github.com/offpath/offpath/internal/ledger"
-	"github.com/offpath/offpath/internal/llm"
 	"github.com/offpath/offpath/internal/outcome"
 	"github.com/offpath/offpath/internal/tenant"
 	"github.com/offpath/offpath/internal/tokens"
@@ -128,10 +128,10 @@ type job struct {
 	meta        docMeta
 	chunks      int
 	textBytes   int64
-	embedUsage  llm.Usage
-	embedTrace  llm.Trace
-	chatUsage   llm.Usage
-	chatTrace   llm.Trace
+	embedUsage  azopenai.Usage
+	embedTrace  azopenai.Trace
+	chatUsage   azopenai.Usage
+	chatTrace   azopenai.Trace
 	embedModel  string
 	refusedAt   string // deployment whose refusal ended or marked the job
 	opened      bool   // the blob matched the claim check's ETag
@@ -265,7 +265,7 @@ func (j *job) process(ctx context.Context) (document.Status, error) {
 
 	sum, summaryErr := p.o.Models.Summarize(ctx, j.chat.Name, string(head), p.o.SummaryMaxTokens)
 	j.chatUsage, j.chatTrace = sum.Usage, sum.Trace
-	var summaryRefusal *llm.Refusal
+	var summaryRefusal *azopenai.Refusal
 	if summaryErr != nil && outcome.Of(summaryErr) == outcome.Refused && errors.As(summaryErr, &summaryRefusal) {
 		j.refusedAt = j.chat.Name
 	}
@@ -463,7 +463,7 @@ func (j *job) meterCall(ctx context.Context) {
 // that each delivery's spend is kept, finished or not.
 func (j *job) record(ctx context.Context, unfinished bool) error {
 	var entries []ledger.Entry
-	add := func(dep string, u llm.Usage, t llm.Trace) {
+	add := func(dep string, u azopenai.Usage, t azopenai.Trace) {
 		if t.Requests == 0 && u.TotalTokens == 0 && u.PromptTokens == 0 && j.refusedAt != dep {
 			return
 		}

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/document"
 	"github.com/offpath/offpath/internal/ingest"
 	"github.com/offpath/offpath/internal/ledger"
-	"github.com/offpath/offpath/internal/llm"
 	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/outcome"
 )
@@ -120,8 +120,8 @@ func TestProcess_SummaryRefusedIsAResult(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, fixtureOptions{})
 	for _, tc := range []struct{ trigger, stage string }{
-		{aoaisim.DefaultPromptTrigger, llm.StagePrompt},         // HTTP 400 content_filter
-		{aoaisim.DefaultCompletionTrigger, llm.StageCompletion}, // 200, finish_reason content_filter
+		{aoaisim.DefaultPromptTrigger, azopenai.StagePrompt},         // HTTP 400 content_filter
+		{aoaisim.DefaultCompletionTrigger, azopenai.StageCompletion}, // 200, finish_reason content_filter
 	} {
 		name := "acme/refused-" + tc.stage + ".md"
 		claim := f.drop(t, name, append(prose(3000), []byte("\n\n"+tc.trigger+"\n")...))
@@ -143,7 +143,7 @@ func TestProcess_SummaryRefusedIsAResult(t *testing.T) {
 				chat = e
 			}
 		}
-		if chat.Refusals != 1 || chat.Requests != 1 || (tc.stage == llm.StageCompletion && chat.PromptTokens == 0) {
+		if chat.Refusals != 1 || chat.Requests != 1 || (tc.stage == azopenai.StageCompletion && chat.PromptTokens == 0) {
 			t.Errorf("%s: chat ledger row = %+v, want the refusal metered", tc.stage, chat)
 		}
 	}
@@ -152,9 +152,9 @@ func TestProcess_SummaryRefusedIsAResult(t *testing.T) {
 // refusingModels refuses every embedding.
 type refusingModels struct{ ingest.Models }
 
-func (refusingModels) Embed(context.Context, string, []string) (llm.Embeddings, error) {
-	r := &llm.Refusal{Stage: llm.StagePrompt, Categories: []string{"hate"}}
-	return llm.Embeddings{Usage: llm.Usage{PromptTokens: 10, TotalTokens: 10}, Trace: llm.Trace{Requests: 1, Attempts: 1}},
+func (refusingModels) Embed(context.Context, string, []string) (azopenai.Embeddings, error) {
+	r := &azopenai.Refusal{Stage: azopenai.StagePrompt, Categories: []string{"hate"}}
+	return azopenai.Embeddings{Usage: azopenai.Usage{PromptTokens: 10, TotalTokens: 10}, Trace: azopenai.Trace{Requests: 1, Attempts: 1}},
 		&outcome.Error{Kind: outcome.Refused, Reason: "content_filter: prompt", Err: r}
 }
 
@@ -274,7 +274,7 @@ func TestProcess_TransientMetersItsAttempt(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, fixtureOptions{
 		sim: func(c *aoaisim.Config) { c.Faults = []aoaisim.FaultRule{{Route: "chat", ErrorRate: 1}} },
-		llm: func(c *llm.Config) { c.MaxAttempts = 2 },
+		llm: func(c *azopenai.QueueConfig) { c.MaxAttempts = 2 },
 	})
 	claim := f.drop(t, "acme/a.txt", prose(5000))
 	st, err := f.deliver(claim.Body, 1)
@@ -376,7 +376,7 @@ func TestProcess_LastDeliveryDeadLetters(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, fixtureOptions{
 		sim:    func(c *aoaisim.Config) { c.Faults = []aoaisim.FaultRule{{Route: "chat", ErrorRate: 1}} },
-		llm:    func(c *llm.Config) { c.MaxAttempts = 1 },
+		llm:    func(c *azopenai.QueueConfig) { c.MaxAttempts = 1 },
 		ingest: func(o *ingest.Options) { o.MaxDeliveryCount = map[string]int{"doc-ingest": 2, "doc-ingest-heavy": 8} },
 	})
 	ctx := context.Background()
@@ -411,7 +411,7 @@ func TestProcess_DuplicateClaimChecksMeterEach(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, fixtureOptions{
 		sim: func(c *aoaisim.Config) { c.Faults = []aoaisim.FaultRule{{Route: "chat", ErrorRate: 1}} },
-		llm: func(c *llm.Config) { c.MaxAttempts = 1 },
+		llm: func(c *azopenai.QueueConfig) { c.MaxAttempts = 1 },
 	})
 	claim := f.drop(t, "acme/twice.txt", prose(5000))
 	if _, err := f.deliverAs(claim.Body, "first", 1); outcome.Of(err) != outcome.Transient {

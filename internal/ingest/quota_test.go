@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/ingest"
-	"github.com/offpath/offpath/internal/llm"
 	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/outcome"
 	"github.com/offpath/offpath/internal/ratelimit"
@@ -49,7 +49,7 @@ func runQuota(tb testing.TB, limited bool, docs int) quotaResult {
 		"gpt-4o-mini":            {TPM: quotaChatTPM, RPM: quotaChatTPM * 6 / 1000},
 		"text-embedding-3-small": {TPM: quotaEmbedTPM, RPM: quotaEmbedTPM * 6 / 1000},
 	}
-	var limiter llm.Limiter
+	var limiter azopenai.Limiter
 	queued := func() int { return 0 }
 	if limited {
 		set, err := ratelimit.NewSet(quotas, ratelimit.Options{Clock: vt})
@@ -70,7 +70,7 @@ func runQuota(tb testing.TB, limited bool, docs int) quotaResult {
 				c.Deployments[i].TPM, c.Deployments[i].RPM = q.TPM, q.RPM
 			}
 		},
-		llm: func(c *llm.Config) {
+		llm: func(c *azopenai.QueueConfig) {
 			c.Now, c.Sleep = vt.Now, vt.Sleep
 			c.RetryBudget = 2 * time.Minute
 		},

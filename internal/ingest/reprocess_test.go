@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/document"
 	"github.com/offpath/offpath/internal/ingest"
-	"github.com/offpath/offpath/internal/llm"
 	"github.com/offpath/offpath/internal/local/aoaisim"
 )
 
@@ -22,7 +22,7 @@ func TestReprocess(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, fixtureOptions{
 		sim:    func(c *aoaisim.Config) { c.Faults = []aoaisim.FaultRule{{Route: "chat", ErrorRate: 1}} },
-		llm:    func(c *llm.Config) { c.MaxAttempts = 1 },
+		llm:    func(c *azopenai.QueueConfig) { c.MaxAttempts = 1 },
 		ingest: func(o *ingest.Options) { o.MaxDeliveryCount = map[string]int{"doc-ingest": 1} },
 	})
 	const name = "acme/kb/a.txt"

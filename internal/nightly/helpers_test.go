@@ -15,8 +15,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/rs/zerolog"
 
+	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batch"
-	"github.com/offpath/offpath/internal/batchapi"
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/ledger"
@@ -78,7 +78,7 @@ func newEnvOn(t testing.TB, conn string, linesPerMinute float64) *env {
 	ts := httptest.NewServer(sim)
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() { _ = sim.Close() })
-	azure, err := batchapi.New(batchapi.Config{Endpoint: ts.URL, APIKey: aoaisim.DefaultKey, AllowLoopbackHTTP: true,
+	azure, err := azopenai.NewBatchClient(azopenai.BatchConfig{Endpoint: ts.URL, APIKey: aoaisim.DefaultKey, AllowLoopbackHTTP: true,
 		MaxRetryWait: time.Second, MaxAttempts: 2}, nil, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batch"
-	"github.com/offpath/offpath/internal/batchapi"
 )
 
 // batchObject is a batch in Azure OpenAI's shape.
@@ -70,18 +70,18 @@ const completionWindow = 24 * time.Hour
 func status(j *batch.Job) string {
 	switch j.State {
 	case batch.Accepted, batch.Held:
-		return string(batchapi.StatusValidating)
+		return string(azopenai.StatusValidating)
 	case batch.Completed, batch.Failed, batch.Expired, batch.Cancelled:
 		if j.CancelRequested {
-			return string(batchapi.StatusCancelling)
+			return string(azopenai.StatusCancelling)
 		}
-		return string(batchapi.StatusFinalizing)
+		return string(azopenai.StatusFinalizing)
 	case batch.Harvested:
 		return string(j.Final)
 	}
 	// Submitted: some part is at Azure.
 	if j.CancelRequested {
-		return string(batchapi.StatusCancelling)
+		return string(azopenai.StatusCancelling)
 	}
 	running, ended := 0, 0
 	for i := range j.Parts {
@@ -90,17 +90,17 @@ func status(j *batch.Job) string {
 			ended++
 		case p.Status == batch.PartSubmitted && p.AzureStatus.Terminal():
 			ended++
-		case p.Status == batch.PartSubmitted && p.AzureStatus != batchapi.StatusValidating && p.AzureStatus != "":
+		case p.Status == batch.PartSubmitted && p.AzureStatus != azopenai.StatusValidating && p.AzureStatus != "":
 			running++
 		}
 	}
 	switch {
 	case running > 0 || (ended > 0 && ended < len(j.Parts)):
-		return string(batchapi.StatusInProgress)
+		return string(azopenai.StatusInProgress)
 	case ended == len(j.Parts):
-		return string(batchapi.StatusFinalizing)
+		return string(azopenai.StatusFinalizing)
 	}
-	return string(batchapi.StatusValidating)
+	return string(azopenai.StatusValidating)
 }
 
 // view renders a job as a batch.
@@ -152,7 +152,7 @@ func (s *Server) view(j *batch.Job) batchObject {
 		b.Metadata[reservedMetadataKey] = string(ovJSON)
 	}
 	b.InProgressAt = timeOrNil(inProgress)
-	if st == string(batchapi.StatusCancelling) || (j.CancelRequested && j.State == batch.Harvested) {
+	if st == string(azopenai.StatusCancelling) || (j.CancelRequested && j.State == batch.Harvested) {
 		b.CancellingAt = timeOrNil(j.CancelRequestedAt)
 	}
 	if j.State == batch.Harvested {
@@ -176,7 +176,7 @@ func (s *Server) view(j *batch.Job) batchObject {
 		case batch.Cancelled:
 			b.CancelledAt = end
 		}
-	} else if st == string(batchapi.StatusFinalizing) {
+	} else if st == string(azopenai.StatusFinalizing) {
 		b.FinalizingAt = timeOrNil(finalizing)
 	}
 	b.RequestCounts = rc

@@ -1,6 +1,6 @@
 // Package ratelimittest drives rate-limited scenarios in virtual time, for
 // the tests of the packages that wait on package ratelimit's limiter and on
-// the simulator's limits (llm, ingest). Only tests import it.
+// the simulator's limits (azopenai, ingest). Only tests import it.
 package ratelimittest
 
 import (
