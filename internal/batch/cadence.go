@@ -3,7 +3,7 @@ package batch
 import (
 	"time"
 
-	"github.com/offpath/offpath/internal/batchapi"
+	"github.com/offpath/offpath/internal/azopenai"
 )
 
 // Polling cadence by expected progress. A submitted part is asked about
@@ -24,7 +24,7 @@ const pollSpread = 4
 // pollGap is how long after its last poll a submitted part is due again.
 func (s *Service) pollGap(p *Part) time.Duration {
 	base := s.o.PollInterval
-	if p.AzureStatus != batchapi.StatusInProgress || p.CancelSent || p.SubmittedAt.IsZero() {
+	if p.AzureStatus != azopenai.StatusInProgress || p.CancelSent || p.SubmittedAt.IsZero() {
 		return base
 	}
 	rc := p.RequestCounts
