@@ -1,0 +1,113 @@
+package deps_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/offpath/offpath/"
+
+// adapters are the packages that talk to an external system through its
+// SDK: one per system. Only they, the wiring (cmd/..., internal/config), the
+// local stand-ins (internal/local/...) and test support (internal/testing/...)
+// may depend on an SDK.
+var adapters = []string{
+	"internal/azopenai",     // Azure OpenAI
+	"internal/blobstore",    // Blob Storage
+	"internal/tablestore",   // Table Storage
+	"internal/monitor",      // Azure Monitor (metrics queries)
+	"internal/tokenmetrics", // Application Insights ingestion
+}
+
+// notFlows are the internal packages the rule does not cover.
+var notFlows = []string{"internal/config", "internal/local/", "internal/testing/"}
+
+// pending lists the flows that still reach an adapter or an SDK, and which
+// of the forbidden kinds ("sdk" or an adapter's path) they reach. The rule
+// holds for every other flow; an entry that is no longer needed fails the
+// test too, so the list only shrinks.
+var pending = map[string][]string{
+	"internal/api":       {"sdk", "internal/azopenai", "internal/blobstore"},
+	"internal/audit":     {"sdk", "internal/azopenai", "internal/blobstore"},
+	"internal/batch":     {"sdk", "internal/azopenai", "internal/blobstore"},
+	"internal/ingest":    {"sdk", "internal/azopenai", "internal/blobstore"},
+	"internal/nightly":   {"sdk", "internal/azopenai", "internal/blobstore"},
+	"internal/openaiapi": {"sdk", "internal/azopenai", "internal/blobstore"},
+	"internal/tickets":   {"sdk"},
+	"internal/webhook":   {"sdk", "internal/azopenai", "internal/blobstore"}, // through batch
+}
+
+// forbidden names what dep is to the rule: "sdk" for an Azure SDK or
+// openai-go package, an adapter's path, or "" when a flow may use it.
+func forbidden(dep string) string {
+	switch {
+	case strings.HasPrefix(dep, "github.com/Azure/"), strings.HasPrefix(dep, "github.com/openai/openai-go"):
+		return "sdk"
+	case strings.HasPrefix(dep, module):
+		if p := strings.TrimPrefix(dep, module); slices.Contains(adapters, p) {
+			return p
+		}
+	}
+	return ""
+}
+
+// TestFlowsAreFreeOfSDKsAndAdapters: every internal package that is not an
+// adapter, the wiring, a local stand-in or test support is the domain or a
+// flow, and depends (directly or not, test files aside) on no Azure SDK
+// package, no openai-go package and no adapter: adapters import flows,
+// never the reverse, and the wiring joins them.
+func TestFlowsAreFreeOfSDKsAndAdapters(t *testing.T) {
+	cmd := exec.Command("go", "list", "-json=ImportPath,Deps", module+"internal/...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v: %s", err, stderr.String())
+	}
+	flows := 0
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p struct {
+			ImportPath string
+			Deps       []string
+		}
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decode go list: %v", err)
+		}
+		path := strings.TrimPrefix(p.ImportPath, module)
+		if slices.Contains(adapters, path) || slices.ContainsFunc(notFlows, func(n string) bool {
+			return path == n || strings.HasSuffix(n, "/") && strings.HasPrefix(path, n)
+		}) {
+			continue
+		}
+		flows++
+		reached := map[string]string{} // kind -> one dep of that kind
+		for _, d := range p.Deps {
+			if k := forbidden(d); k != "" && reached[k] == "" {
+				reached[k] = d
+			}
+		}
+		allowed := pending[path]
+		for k, d := range reached {
+			if !slices.Contains(allowed, k) {
+				t.Errorf("%s depends on %s: a flow may not depend on an SDK or an adapter (define the type it needs in the flow or the domain, and let the adapter import it)", path, d)
+			}
+		}
+		for _, k := range allowed {
+			if reached[k] == "" {
+				t.Errorf("%s no longer depends on %s: remove it from pending", path, k)
+			}
+		}
+	}
+	if flows < 20 {
+		t.Errorf("only %d flow packages listed; is go list looking at the right module?", flows)
+	}
+}
