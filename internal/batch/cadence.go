@@ -18,13 +18,14 @@ import (
 // minute. Everything else is asked about every PollInterval: a batch
 // validating (a quota refusal there is requeued as soon as it is seen),
 // one in progress with no request done yet (no rate to go by), finalizing,
-// cancelling, or with a cancellation sent, and one near its expiry.
+// cancelling, or with a cancellation sent, one near its expiry, and every
+// part of a job with a complete_by (its deadline rule reads the counts).
 const pollSpread = 4
 
 // pollGap is how long after its last poll a submitted part is due again.
-func (s *Service) pollGap(p *Part) time.Duration {
+func (s *Service) pollGap(j *Job, p *Part) time.Duration {
 	base := s.o.PollInterval
-	if p.AzureStatus != azopenai.StatusInProgress || p.CancelSent || p.SubmittedAt.IsZero() {
+	if !j.CompleteBy.IsZero() || p.AzureStatus != azopenai.StatusInProgress || p.CancelSent || p.SubmittedAt.IsZero() {
 		return base
 	}
 	rc := p.RequestCounts
@@ -51,6 +52,6 @@ func (s *Service) pollGap(p *Part) time.Duration {
 }
 
 // pollDue reports whether a part's batch is to be asked about now.
-func (s *Service) pollDue(p *Part, now time.Time) bool {
-	return p.Status == PartSubmitted && p.BatchID != "" && now.Sub(p.PolledAt) >= s.pollGap(p)
+func (s *Service) pollDue(j *Job, p *Part, now time.Time) bool {
+	return p.Status == PartSubmitted && p.BatchID != "" && now.Sub(p.PolledAt) >= s.pollGap(j, p)
 }

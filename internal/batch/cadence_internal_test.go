@@ -43,11 +43,11 @@ func (a azureRun) end() time.Time {
 // polling it when pollDue says so, until a poll sees the run completed
 // or the clock reaches until. It returns the polls made and when the end
 // was seen.
-func pollRun(s *Service, a azureRun, until time.Time, cancel bool) (polls int, seen time.Time) {
+func pollRun(s *Service, j *Job, a azureRun, until time.Time, cancel bool) (polls int, seen time.Time) {
 	p := Part{Status: PartSubmitted, BatchID: "batch_1", SubmittedAt: a.submitted, PolledAt: a.submitted,
 		AzureStatus: azopenai.StatusValidating, AzureExpiry: a.submitted.Add(24 * time.Hour), CancelSent: cancel}
 	for now := a.submitted.Add(time.Minute); now.Before(until); now = now.Add(time.Minute) {
-		if !s.pollDue(&p, now) {
+		if !s.pollDue(j, &p, now) {
 			continue
 		}
 		polls++
@@ -68,7 +68,7 @@ func TestPollCadence(t *testing.T) {
 	t.Run("steady run: a few dozen polls, its end seen within two minutes", func(t *testing.T) {
 		// 10,000 requests at 28 a minute: about six hours in progress.
 		a := azureRun{submitted: t0, start: t0.Add(5 * time.Minute), total: 10_000, perMinute: 28}
-		polls, seen := pollRun(s, a, t0.Add(24*time.Hour), false)
+		polls, seen := pollRun(s, &Job{}, a, t0.Add(24*time.Hour), false)
 		end := a.end()
 		if seen.IsZero() || seen.Sub(end) > 2*time.Minute {
 			t.Fatalf("end at %v seen at %v", end, seen)
@@ -88,7 +88,7 @@ func TestPollCadence(t *testing.T) {
 		for m := 60; m < 180; m++ {
 			a := azureRun{submitted: t0, start: t0.Add(5 * time.Minute), total: 100_000, perMinute: 10,
 				speedAt: t0.Add(time.Duration(m) * time.Minute), fasterPerMin: 1_000_000}
-			_, seen := pollRun(s, a, t0.Add(24*time.Hour), false)
+			_, seen := pollRun(s, &Job{}, a, t0.Add(24*time.Hour), false)
 			end := a.end()
 			if seen.IsZero() || seen.Sub(end) > s.o.PollMaxInterval {
 				t.Fatalf("end at %v seen at %v, want within %v", end, seen, s.o.PollMaxInterval)
@@ -104,13 +104,16 @@ func TestPollCadence(t *testing.T) {
 		name   string
 		a      azureRun
 		cancel bool
+		j      Job
 	}{
-		{"validating: every PollInterval", azureRun{submitted: t0, start: t0.Add(48 * time.Hour), total: 10}, false},
-		{"in progress with nothing done: every PollInterval", azureRun{submitted: t0, start: t0, total: 10, perMinute: 0}, false},
-		{"cancellation sent: every PollInterval", azureRun{submitted: t0, start: t0, total: 100_000, perMinute: 10}, true},
+		{"validating: every PollInterval", azureRun{submitted: t0, start: t0.Add(48 * time.Hour), total: 10}, false, Job{}},
+		{"in progress with nothing done: every PollInterval", azureRun{submitted: t0, start: t0, total: 10, perMinute: 0}, false, Job{}},
+		{"cancellation sent: every PollInterval", azureRun{submitted: t0, start: t0, total: 100_000, perMinute: 10}, true, Job{}},
+		{"a job with a deadline: every PollInterval", azureRun{submitted: t0, start: t0, total: 100_000, perMinute: 10}, false,
+			Job{CompleteBy: t0.Add(20 * time.Hour)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			polls, _ := pollRun(s, tc.a, t0.Add(3*time.Hour), tc.cancel)
+			polls, _ := pollRun(s, &tc.j, tc.a, t0.Add(3*time.Hour), tc.cancel)
 			if want := 3*60 - 1; polls != want {
 				t.Fatalf("%d polls over 3 hours, want %d", polls, want)
 			}
@@ -121,15 +124,15 @@ func TestPollCadence(t *testing.T) {
 		p := Part{Status: PartSubmitted, BatchID: "b", AzureStatus: azopenai.StatusInProgress,
 			SubmittedAt: t0, PolledAt: t0.Add(23*time.Hour + 50*time.Minute), AzureExpiry: t0.Add(24 * time.Hour),
 			RequestCounts: azopenai.RequestCounts{Total: 1000, Completed: 10}}
-		if got := s.pollGap(&p); got != 150*time.Second {
+		if got := s.pollGap(&Job{}, &p); got != 150*time.Second {
 			t.Fatalf("gap %v ten minutes before expiry, want a quarter of that", got)
 		}
 		p.PolledAt = t0.Add(23*time.Hour + 57*time.Minute)
-		if got := s.pollGap(&p); got != s.o.PollInterval {
+		if got := s.pollGap(&Job{}, &p); got != s.o.PollInterval {
 			t.Fatalf("gap %v three minutes before expiry, want %v", got, s.o.PollInterval)
 		}
 		p.PolledAt = t0.Add(2 * time.Hour)
-		if got := s.pollGap(&p); got != s.o.PollMaxInterval {
+		if got := s.pollGap(&Job{}, &p); got != s.o.PollMaxInterval {
 			t.Fatalf("gap %v far from expiry with most requests left, want %v", got, s.o.PollMaxInterval)
 		}
 	})

@@ -42,7 +42,7 @@ func (s *Service) pollParts(ctx context.Context, t *tick, j Job) (Job, error) {
 	now := s.now()
 	var due []int
 	for i := range j.Parts {
-		if s.pollDue(&j.Parts[i], now) {
+		if s.pollDue(&j, &j.Parts[i], now) {
 			due = append(due, i)
 		}
 	}

@@ -95,7 +95,7 @@ func (s *Service) listDue(ctx context.Context, jobs map[string]Job) map[string]a
 	since, bounded := now, true
 	for _, j := range jobs {
 		for i := range j.Parts {
-			if p := &j.Parts[i]; s.pollDue(p, now) {
+			if p := &j.Parts[i]; s.pollDue(&j, p, now) {
 				ids = append(ids, p.BatchID)
 				bounded = bounded && !p.SubmittedAt.IsZero()
 				if p.SubmittedAt.Before(since) {
