@@ -74,6 +74,7 @@ func newBatch(cfg config.Handler, s *services, t tenancy, logger zerolog.Logger)
 		PollInterval: b.PollInterval, LeaseTTL: b.LeaseTTL, Concurrency: b.Concurrency,
 		BackoffBase: b.BackoffBase, HeldAlert: b.HeldAlert, OverdueMargin: b.OverdueMargin, OutputExpiry: azopenai.DefaultOutputExpiry,
 		Announcer: webhook.NewAnnouncer(t.webhooks, nil),
+		Pack:      batch.PackOptions{MaxItems: b.Pack.MaxItems, MaxTokens: b.Pack.MaxTokens, Window: b.Pack.Window, TargetLines: b.Pack.TargetLines},
 	})
 	if err != nil {
 		return nil, err

@@ -54,6 +54,7 @@ type submitRequest struct {
 	IdempotencyKey string            `json:"idempotency_key"`
 	Items          []batch.Item      `json:"items"`
 	InputBlob      string            `json:"input_blob"`
+	Urgent         bool              `json:"urgent"`
 }
 
 func (s *Server) submitBatch(w http.ResponseWriter, r *http.Request, p auth.Principal) {
@@ -90,6 +91,7 @@ func (s *Server) submitBatch(w http.ResponseWriter, r *http.Request, p auth.Prin
 	job, replayed, err := s.o.Batches.Submit(r.Context(), t, batch.Request{
 		Alias: req.Alias, SystemPrompt: req.SystemPrompt, MaxTokens: req.MaxTokens, Metadata: req.Metadata,
 		IdempotencyKey: key, Fingerprint: hex.EncodeToString(sum[:]), Items: req.Items, InputBlob: req.InputBlob,
+		Urgent: req.Urgent,
 	})
 	if err != nil {
 		batchFail(w, r, err)

@@ -21,6 +21,7 @@ type jobView struct {
 	IdempotencyKey  string            `json:"idempotency_key,omitempty"`
 	EstimatedTokens int64             `json:"estimated_tokens"`
 	CancelRequested bool              `json:"cancel_requested,omitempty"`
+	Urgent          bool              `json:"urgent,omitempty"`
 	Created         time.Time         `json:"created"`
 	Updated         time.Time         `json:"updated"`
 	// ExpectedBy is when the last submitted part's completion window ends.
@@ -46,18 +47,21 @@ type partView struct {
 	EstimatedTokens int64            `json:"estimated_tokens"`
 	// Deployment is where the part runs (or is tried next), at Price;
 	// Placement and PlacementDetail say why it went there.
-	Deployment      string                 `json:"deployment"`
-	Price           *catalog.Price         `json:"price,omitempty"`
-	Placement       string                 `json:"placement,omitempty"`
-	PlacementDetail string                 `json:"placement_detail,omitempty"`
-	HeldReason      string                 `json:"held_reason,omitempty"`
-	NextAttemptAt   *time.Time             `json:"next_attempt_at,omitempty"`
-	RequestCounts   azopenai.RequestCounts `json:"request_counts"`
-	Errors          []partError            `json:"errors,omitempty"`
-	Submitted       *time.Time             `json:"submitted,omitempty"`
-	ExpectedBy      *time.Time             `json:"expected_by,omitempty"`
-	Finished        *time.Time             `json:"finished,omitempty"`
-	Harvested       *time.Time             `json:"harvested,omitempty"`
+	Deployment      string         `json:"deployment"`
+	Price           *catalog.Price `json:"price,omitempty"`
+	Placement       string         `json:"placement,omitempty"`
+	PlacementDetail string         `json:"placement_detail,omitempty"`
+	HeldReason      string         `json:"held_reason,omitempty"`
+	// Packed: the part's items run in a batch shared with other small
+	// jobs; its counts, results and usage are its own.
+	Packed        bool                   `json:"packed,omitempty"`
+	NextAttemptAt *time.Time             `json:"next_attempt_at,omitempty"`
+	RequestCounts azopenai.RequestCounts `json:"request_counts"`
+	Errors        []partError            `json:"errors,omitempty"`
+	Submitted     *time.Time             `json:"submitted,omitempty"`
+	ExpectedBy    *time.Time             `json:"expected_by,omitempty"`
+	Finished      *time.Time             `json:"finished,omitempty"`
+	Harvested     *time.Time             `json:"harvested,omitempty"`
 }
 
 type partError struct {
@@ -82,7 +86,7 @@ func (s *Server) viewJob(j *batch.Job) jobView {
 	self := batchesPath + "/" + j.ID
 	v := jobView{ID: j.ID, State: j.State, Final: j.Final, Alias: j.Alias, Items: j.Items, Source: j.Source,
 		Metadata: j.Metadata, IdempotencyKey: j.IdempotencyKey, EstimatedTokens: j.EstimatedTokens,
-		CancelRequested: j.CancelRequested, Created: j.Created, Updated: j.Updated, Harvested: timePtr(j.HarvestedAt),
+		CancelRequested: j.CancelRequested, Urgent: j.Urgent, Created: j.Created, Updated: j.Updated, Harvested: timePtr(j.HarvestedAt),
 		Outcomes: j.Counts(), Parts: make([]partView, len(j.Parts)),
 		Links: jobLinks{Self: self, Results: self + "/results", Cancel: self + "/cancel"}}
 	var expected, finished time.Time
@@ -93,7 +97,7 @@ func (s *Server) viewJob(j *batch.Job) jobView {
 		pv := partView{Index: p.Index, Status: p.Status, AzureStatus: p.AzureStatus, AzureBatchID: p.BatchID, Items: p.Lines,
 			EstimatedTokens: p.EstimatedTokens, HeldReason: p.HeldReason, RequestCounts: p.RequestCounts,
 			Submitted: timePtr(p.SubmittedAt), ExpectedBy: timePtr(p.AzureExpiry), Finished: timePtr(p.FinishedAt),
-			Harvested: timePtr(p.HarvestedAt), Deployment: p.Deployment, Placement: p.Placement, PlacementDetail: p.PlacementDetail}
+			Harvested: timePtr(p.HarvestedAt), Deployment: p.Deployment, Packed: p.Pack != "", Placement: p.Placement, PlacementDetail: p.PlacementDetail}
 		if s.o.Catalog != nil {
 			if price, err := s.o.Catalog.Price(j.Alias, catalog.Batch, p.Deployment); err == nil {
 				pv.Price = &price

@@ -114,7 +114,7 @@ func (s *Service) admit(ctx context.Context, t *tick, jobs []*Job) {
 			case p.Status == PartSubmitted && !p.azureTerminal():
 				d.inflight += p.EstimatedTokens
 				d.tenants[j.Tenant] += p.EstimatedTokens
-			case p.Status == PartPending && !j.CancelRequested && !j.leasedByOther(t.owner, now):
+			case p.Status == PartPending && !j.CancelRequested && !j.leasedByOther(t.owner, now) && !s.heldForPack(j, p, now):
 				route, reason, why := s.route(j, p, now)
 				c := candidate{job: j, part: i, route: route, reason: reason, why: why}
 				q := get(c.target())

@@ -19,7 +19,7 @@ var ErrFinished = errors.New("job already finished")
 // a job already being cancelled is harmless; a finished job is ErrFinished.
 // An Azure call that fails here is retried by the poll tick.
 func (s *Service) Cancel(ctx context.Context, tenantID, id string) (Job, error) {
-	j, err := s.Get(ctx, tenantID, id)
+	j, err := s.read(ctx, tenantID, id)
 	if err != nil {
 		return Job{}, err
 	}
@@ -28,6 +28,10 @@ func (s *Service) Cancel(ctx context.Context, tenantID, id string) (Job, error) 
 		return j, fmt.Errorf("job %s is %s: %w", j.ID, j.State, ErrFinished)
 	case Cancelled:
 		return j, nil
+	}
+	left, err := s.leavePacks(ctx, &j)
+	if err != nil {
+		return j, err
 	}
 	j, err = s.update(ctx, j, func(j *Job) error {
 		if j.CancelRequested {
@@ -38,6 +42,11 @@ func (s *Service) Cancel(ctx context.Context, tenantID, id string) (Job, error) 
 			return fmt.Errorf("job %s is %s: %w", j.ID, j.State, ErrFinished)
 		}
 		j.CancelRequested, j.CancelRequestedAt = true, s.now()
+		for i, packID := range left {
+			if p := &j.Parts[i]; p.Pack == packID && p.Status == PartPending {
+				p.Pack = "" // out of its pack: ends now, like any pending part
+			}
+		}
 		endPending(j, s.now())
 		return nil
 	})
@@ -69,5 +78,5 @@ func (s *Service) Cancel(ctx context.Context, tenantID, id string) (Job, error) 
 		}
 	}
 	log.Info().Str("job", j.ID).Str("state", string(j.State)).Int("azure_cancels", len(sent)).Msg("batch job cancellation requested")
-	return j, nil
+	return s.packView(ctx, j, map[string]*Job{}), nil
 }

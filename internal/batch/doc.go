@@ -77,6 +77,47 @@
 // CoolOff: this instance's own state, rebuilt by each instance from what
 // Azure answers it.
 //
+// # Packing
+//
+// With PackOptions set, small jobs (at most MaxItems items and MaxTokens
+// estimated tokens, one part, neither Urgent nor with a CompleteBy, whose
+// fallback may need its batch cancelled) are packed across tenants into
+// shared Azure batches. The packer runs in the poll tick before
+// admission: it groups the small jobs by alias, data zone and deployment,
+// oldest first; a group closes a pack whenever it reaches TargetLines
+// lines (bounded like a part: Azure's lines and bytes, the deployment's
+// quota, and MaxMembers jobs), and what is left waits until its oldest
+// job has waited Window, then goes whole; a lone job is submitted alone.
+// Until then admission passes the small jobs over.
+//
+// A pack is a row of its own (tenant PackTenant, which no tenant can
+// be), listing its members; each member's part names the pack. It is
+// admitted, placed, polled, cancelled and leased like any part, its
+// submission key its own. Its file is its members' own inputs one after
+// the other, unchanged: every line keeps its job's custom_id, so each
+// output line names its job. The file is built when the pack's admission
+// claims it; that claim seals the pack.
+//
+// Cancelling a member before the seal takes it out (a conditional write on
+// the pack's row decides between the two): its lines are not in the file,
+// it ends cancelled, nothing billed. After the seal its lines stay and
+// run (the batch is shared): what ran is billed, what did not is
+// cancelled, and the job ends cancelled; a pack all of whose members are
+// cancelled is cancelled at Azure.
+//
+// The harvest of a pack is split → deliver → delete → mark: Azure's files
+// are read once and each member's lines stored as its own copies in its
+// own results area; each member is handed its copies and the batch's end
+// in one conditional write, as if its own batch had ended with them; then
+// each member is harvested like any part (its index, results, counts and
+// ledger row, LedgerUnit of the member), so its results, usage and ledger
+// read as if it had run alone. A pack's harvest repeated after a crash
+// splits again from Azure's files (deleted only once every member has its
+// copies) and skips members already delivered; only the members' own
+// harvests write the ledger. Get shows a packed job where its pack is
+// (held, or submitted with the batch's status and times), never the
+// pack's batch id, members or counts.
+//
 // # Exactly once
 //
 // Every change to a job is a conditional write on its ETag; a conflicting

@@ -76,6 +76,9 @@ func (s *Service) noteHarvestError(ctx context.Context, j Job, i int, owner stri
 // Azure; and the ledger row has a key derived from the job and part, so it
 // is rewritten, never added twice.
 func (s *Service) harvest(ctx context.Context, j Job, i int, owner string) (Job, error) {
+	if j.Pack != nil {
+		return s.harvestPack(ctx, j, i, owner)
+	}
 	log := zerolog.Ctx(ctx).With().Int("part", i).Logger()
 	p := j.Parts[i]
 	var sum partSum
@@ -124,7 +127,7 @@ func (s *Service) harvest(ctx context.Context, j Job, i int, owner string) (Job,
 	}
 	var leftover []string
 	for _, id := range []string{p.OutputFileID, p.ErrorFileID, p.InputFileID} {
-		if id == "" {
+		if id == "" || p.Pack != "" { // a pack's files are its own to delete
 			continue
 		}
 		if err := s.o.Azure.DeleteFile(ctx, id); err != nil && !errors.Is(err, azopenai.ErrNotFound) {

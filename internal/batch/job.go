@@ -210,6 +210,11 @@ type Part struct {
 	// Fallback is set once the part was found unable to finish by the
 	// job's CompleteBy (see deadline.go).
 	Fallback *Fallback `json:"fallback,omitempty"`
+	// Pack is the pack the part's lines were put in (see pack.go), and
+	// PackedAt when; the pack submits, polls and copies them, and hands
+	// the part its own lines when the pack's batch has ended.
+	Pack     string    `json:"pack,omitempty"`
+	PackedAt time.Time `json:"packed_at,omitzero"`
 }
 
 // azureTerminal reports whether the part's batch finished at Azure.
@@ -249,6 +254,11 @@ type Job struct {
 	// deadline); parts that can no longer finish by then fall back to the
 	// synchronous deployment (see deadline.go).
 	CompleteBy time.Time `json:"complete_by,omitzero"`
+	// Urgent: the tenant asked for the job to be submitted on its own,
+	// never held to be packed with others.
+	Urgent bool `json:"urgent,omitempty"`
+	// Pack is set on a pack's own row (tenant PackTenant): its members.
+	Pack *Pack `json:"pack,omitempty"`
 
 	CancelRequested   bool      `json:"cancel_requested,omitempty"`
 	CancelRequestedAt time.Time `json:"cancel_requested_at,omitzero"`

@@ -54,7 +54,7 @@ const announceTimeout = 5 * time.Second
 // just been found held too long (what says which). Its failure is logged,
 // never returned: the tick goes on whatever it says.
 func (s *Service) tell(ctx context.Context, j Job, what string) {
-	if s.o.Announcer == nil {
+	if s.o.Announcer == nil || j.Tenant == PackTenant {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), announceTimeout)
@@ -128,5 +128,10 @@ func cloneJob(j Job) Job {
 		}
 	}
 	c.Cleanup = append([]string(nil), j.Cleanup...)
+	if j.Pack != nil {
+		pk := *j.Pack
+		pk.Members = append([]PackMember(nil), j.Pack.Members...)
+		c.Pack = &pk
+	}
 	return c
 }

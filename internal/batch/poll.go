@@ -244,7 +244,8 @@ func (s *Service) cancelParts(ctx context.Context, j Job) (Job, error) {
 func endPending(j *Job, now time.Time) bool {
 	changed := false
 	for i := range j.Parts {
-		if p := &j.Parts[i]; p.Status == PartPending {
+		// A packed part ends with its pack (see leavePack).
+		if p := &j.Parts[i]; p.Status == PartPending && p.Pack == "" {
 			p.Status, p.AzureStatus, p.FinishedAt = PartDone, azopenai.StatusCancelled, now
 			changed = true
 		}

@@ -12,8 +12,18 @@ import (
 var ErrNotReady = errors.New("results not ready")
 
 // Get returns a tenant's job; another tenant's job is ErrNotFound, like a
-// job that does not exist.
+// job that does not exist. A packed job shows where its pack is (see
+// packView); it is a view, never written back.
 func (s *Service) Get(ctx context.Context, tenantID, id string) (Job, error) {
+	j, err := s.read(ctx, tenantID, id)
+	if err != nil {
+		return j, err
+	}
+	return s.packView(ctx, j, map[string]*Job{}), nil
+}
+
+// read returns a tenant's job as stored.
+func (s *Service) read(ctx context.Context, tenantID, id string) (Job, error) {
 	if !ValidJobID(id) {
 		return Job{}, fmt.Errorf("job %q: %w", clip(id), ErrNotFound)
 	}
@@ -44,6 +54,10 @@ func (s *Service) List(ctx context.Context, tenantID string, state State, cursor
 	if len(jobs) > limit {
 		jobs = jobs[:limit]
 		next = jobs[limit-1].ID
+	}
+	packs := map[string]*Job{}
+	for i := range jobs {
+		jobs[i] = s.packView(ctx, jobs[i], packs)
 	}
 	return jobs, next, nil
 }

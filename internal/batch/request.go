@@ -48,6 +48,9 @@ type Request struct {
 	// (the OpenAI-compatible door keeps its input file id there); they are
 	// not the tenant's metadata.
 	Attributes map[string]string
+	// Urgent asks for the job to be submitted on its own as soon as quota
+	// allows, never held to be packed with other small jobs.
+	Urgent bool
 }
 
 // Item is one request of a job: the tenant's id, and a prompt (added as a

@@ -220,6 +220,9 @@ type Options struct {
 	// Decisions, if set, counts the scheduler's placements and cool-offs
 	// (package tokenmetrics' Prometheus).
 	Decisions Decisions
+	// Pack packs small jobs into shared batches (off unless MaxItems is
+	// set; see the package documentation, "Packing").
+	Pack PackOptions
 	// Announcer, if set, is told of each job as it becomes harvested, and
 	// as held_too_long is raised for it (package webhook's Announcer),
 	// within a few seconds; its failure is logged, never the poll tick's.
@@ -323,6 +326,14 @@ func New(o Options) (*Service, error) {
 	o.setDeadlineDefaults()
 	def(&o.CoolOff, DefaultCoolOff)
 	defInt(&o.CoolOffFailures, DefaultCoolOffFailures)
+	if o.Pack.MaxItems > 0 {
+		if o.Pack.MaxTokens <= 0 {
+			o.Pack.MaxTokens = DefaultPackMaxTokens
+		}
+		def(&o.Pack.Window, DefaultPackWindow)
+		defInt(&o.Pack.TargetLines, DefaultPackTargetLines)
+		defInt(&o.Pack.MaxMembers, DefaultPackMaxMembers)
+	}
 	// A deployment's quota is the setting's, else what the catalog states.
 	quota := maps.Clone(o.Quota)
 	if quota == nil {

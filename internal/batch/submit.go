@@ -65,7 +65,8 @@ func (s *Service) Submit(ctx context.Context, t tenant.Tenant, r Request) (job J
 		return Job{}, false, err
 	}
 	job = Job{ID: id, Tenant: t.ID, Alias: r.Alias, DataZone: t.DataZone, Created: now, Updated: now, Source: "inline",
-		Metadata: r.Metadata, IdempotencyKey: r.IdempotencyKey, Attributes: r.Attributes, CompleteBy: r.CompleteBy.UTC()}
+		Metadata: r.Metadata, IdempotencyKey: r.IdempotencyKey, Attributes: r.Attributes, CompleteBy: r.CompleteBy.UTC(),
+		Urgent: r.Urgent}
 	if r.InputBlob != "" {
 		job.Source = r.InputBlob
 	}

@@ -21,7 +21,7 @@ func (s *Service) admitPart(ctx context.Context, t *tick, c candidate) error {
 	log := zerolog.Ctx(ctx).With().Str("job", c.job.ID).Str("tenant", c.job.Tenant).Int("part", c.part).Logger()
 	ctx = log.WithContext(ctx)
 	i := c.part
-	maybe := false
+	maybe, empty := false, false
 	j, err := s.update(ctx, *c.job, func(j *Job) error {
 		now := s.now()
 		p := &j.Parts[i]
@@ -30,6 +30,9 @@ func (s *Service) admitPart(ctx context.Context, t *tick, c candidate) error {
 		}
 		if p.Status != PartPending || j.CancelRequested {
 			return errSkipAdmit
+		}
+		if empty = j.Pack != nil && !sealPack(j, p, now); empty {
+			return nil // every member left: the pack ends unsent
 		}
 		maybe = p.MaybeCreated
 		if target := c.target(); target != p.Deployment {
@@ -47,10 +50,16 @@ func (s *Service) admitPart(ctx context.Context, t *tick, c candidate) error {
 		}
 		return fmt.Errorf("claim: %w", err)
 	}
+	if empty {
+		return errSkipAdmit
+	}
 	p := j.Parts[i]
 	fileID := p.InputFileID
 	uploading := fileID == ""
-	if uploading {
+	if uploading && j.Pack != nil {
+		err = s.buildPack(ctx, &j, &p)
+	}
+	if uploading && err == nil {
 		if fileID, err = s.inputFile(ctx, &j, &p, maybe); err == nil {
 			j, err = s.recordInputFile(ctx, t, j, i, fileID)
 		}

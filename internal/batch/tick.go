@@ -106,6 +106,7 @@ func (s *Service) Poll(ctx context.Context) (TickReport, error) {
 			live = append(live, j)
 		}
 	}
+	live = s.packJobs(ctx, t, live)
 	s.admit(ctx, t, live)
 	t.rep.Duration = time.Since(start)
 	log.Info().Int("jobs", t.rep.Jobs).Int("polled", t.rep.Polled).Int("admitted", t.rep.Admitted).

@@ -38,6 +38,8 @@ type Batch struct {
 	// OFFPATH_BATCH_OVERDUE_MARGIN (default 2h).
 	HeldAlert     time.Duration `json:"held_alert"`
 	OverdueMargin time.Duration `json:"overdue_margin"`
+	// Pack is the OFFPATH_BATCH_PACK_* settings (see BatchPack).
+	Pack BatchPack `json:"pack"`
 }
 
 // parseBatch reads the batch settings; it leaves c.Batch nil without an
@@ -66,6 +68,8 @@ func (c *Handler) parseBatch(getenv func(string) string) []error {
 			b.CoolOffFailures = n
 		}
 	}
+	pack, perrs := loadPack(getenv)
+	b.Pack, errs = pack, append(errs, perrs...)
 	var err error
 	if b.Quota, err = parseQuota(getenv("OFFPATH_BATCH_QUOTA")); err != nil {
 		errs = append(errs, fmt.Errorf("OFFPATH_BATCH_QUOTA: %w", err))

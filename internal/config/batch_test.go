@@ -50,6 +50,24 @@ func TestLoadHandler_Batch(t *testing.T) {
 		{name: "bad cool-off failures", env: with("OFFPATH_AOAI_ENDPOINT", "https://res.openai.azure.com", "OFFPATH_BATCH_COOLOFF_FAILURES", "0"), wantErr: "OFFPATH_BATCH_COOLOFF_FAILURES"},
 		{name: "bad interval", env: with("OFFPATH_AOAI_ENDPOINT", "https://res.openai.azure.com", "OFFPATH_BATCH_POLL_INTERVAL", "-1s"), wantErr: "OFFPATH_BATCH_POLL_INTERVAL"},
 		{name: "http webhook", env: with("OFFPATH_AOAI_ENDPOINT", "https://res.openai.azure.com", "OFFPATH_ALERT_WEBHOOK_URL", "http://hooks.example/x"), wantErr: "OFFPATH_ALERT_WEBHOOK_URL"},
+		{name: "packing off by default", env: with("OFFPATH_AOAI_ENDPOINT", "https://res.openai.azure.com"), check: func(t *testing.T, c config.Handler) {
+			if b := c.Batch; b == nil || b.Pack.MaxItems != 0 || b.Pack.Window != 10*time.Minute || b.Pack.TargetLines != 10_000 || b.Pack.MaxTokens != 200_000 {
+				t.Errorf("Batch = %+v, want packing off with the defaults", c.Batch)
+			}
+		}},
+		{name: "packing on", env: with("OFFPATH_AOAI_ENDPOINT", "https://res.openai.azure.com", "OFFPATH_BATCH_PACK_MAX_ITEMS", "50",
+			"OFFPATH_BATCH_PACK_WINDOW", "15m", "OFFPATH_BATCH_PACK_TARGET_LINES", "5000", "OFFPATH_BATCH_PACK_MAX_TOKENS", "90000"),
+			check: func(t *testing.T, c config.Handler) {
+				if b := c.Batch; b == nil || b.Pack != (config.BatchPack{MaxItems: 50, MaxTokens: 90_000, Window: 15 * time.Minute, TargetLines: 5000}) {
+					t.Errorf("Batch = %+v", c.Batch)
+				}
+			}},
+		{name: "pack window too long", env: with("OFFPATH_AOAI_ENDPOINT", "https://res.openai.azure.com", "OFFPATH_BATCH_PACK_MAX_ITEMS", "50",
+			"OFFPATH_BATCH_PACK_WINDOW", "7h"), wantErr: "OFFPATH_BATCH_PACK_WINDOW"},
+		{name: "pack target below two small jobs", env: with("OFFPATH_AOAI_ENDPOINT", "https://res.openai.azure.com", "OFFPATH_BATCH_PACK_MAX_ITEMS", "500",
+			"OFFPATH_BATCH_PACK_TARGET_LINES", "900"), wantErr: "OFFPATH_BATCH_PACK_TARGET_LINES"},
+		{name: "pack target above Azure's lines a file", env: with("OFFPATH_AOAI_ENDPOINT", "https://res.openai.azure.com",
+			"OFFPATH_BATCH_PACK_TARGET_LINES", "100001"), wantErr: "OFFPATH_BATCH_PACK_TARGET_LINES"},
 		{name: "managed identity needs the blob endpoint", env: with("OFFPATH_AOAI_ENDPOINT", "https://res.openai.azure.com",
 			"OFFPATH_STORAGE__accountName", "offpathstore"), check: func(t *testing.T, c config.Handler) {
 			if c.Batch == nil || c.Storage.BlobServiceURL != "https://offpathstore.blob.core.windows.net" {

@@ -37,6 +37,11 @@ const (
 	DefaultBatchPollConcurrency = 16
 	DefaultBatchCoolOff         = 10 * time.Minute
 	DefaultBatchCoolOffFailures = 2
+	// Packing of small batch jobs (off while OFFPATH_BATCH_PACK_MAX_ITEMS
+	// is unset).
+	DefaultBatchPackMaxTokens   = 200_000
+	DefaultBatchPackWindow      = 10 * time.Minute
+	DefaultBatchPackTargetLines = 10_000
 	DefaultBatchBackoffBase     = 30 * time.Second
 	DefaultBatchHeldAlert       = 6 * time.Hour
 	DefaultBatchOverdueMargin   = 2 * time.Hour
@@ -99,6 +104,9 @@ func (c Handler) WithDefaults() Handler {
 		b.BackoffBase = cmp.Or(b.BackoffBase, DefaultBatchBackoffBase)
 		b.HeldAlert = cmp.Or(b.HeldAlert, DefaultBatchHeldAlert)
 		b.OverdueMargin = cmp.Or(b.OverdueMargin, DefaultBatchOverdueMargin)
+		b.Pack.MaxTokens = cmp.Or(b.Pack.MaxTokens, DefaultBatchPackMaxTokens)
+		b.Pack.Window = cmp.Or(b.Pack.Window, DefaultBatchPackWindow)
+		b.Pack.TargetLines = cmp.Or(b.Pack.TargetLines, DefaultBatchPackTargetLines)
 		c.Batch = &b
 	}
 	if c.Nightly != nil {
