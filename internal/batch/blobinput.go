@@ -10,6 +10,7 @@ import (
 	"iter"
 
 	"github.com/offpath/offpath/internal/blobstore"
+	"github.com/offpath/offpath/internal/lines"
 )
 
 // maxInputLine bounds one line of a tenant's JSONL input.
@@ -44,11 +45,11 @@ func (s *Service) blobItems(ctx context.Context, name string) iter.Seq2[Item, er
 		br := bufio.NewReaderSize(body, 256<<10)
 		var line []byte
 		for n := 1; ; n++ {
-			line, err = readInputLine(br, line[:0])
+			line, err = lines.Read(br, line, maxInputLine)
 			if errors.Is(err, io.EOF) {
 				return
 			}
-			if errors.Is(err, errLineTooLong) {
+			if errors.Is(err, lines.ErrTooLong) {
 				yield(Item{}, invalid("invalid_input_line", "input_blob line %d: longer than %d bytes", n, maxInputLine))
 				return
 			}
@@ -69,36 +70,6 @@ func (s *Service) blobItems(ctx context.Context, name string) iter.Seq2[Item, er
 			if !yield(it, nil) {
 				return
 			}
-		}
-	}
-}
-
-var errLineTooLong = errors.New("line too long")
-
-// readInputLine appends the next line of br (without its end of line) to
-// buf; io.EOF at the end.
-func readInputLine(br *bufio.Reader, buf []byte) ([]byte, error) {
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if len(buf)+len(chunk) > maxInputLine+2 {
-			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = br.ReadSlice('\n')
-			}
-			return buf[:0], errLineTooLong
-		}
-		buf = append(buf, chunk...)
-		switch {
-		case err == nil:
-			return bytes.TrimRight(buf, "\r\n"), nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF):
-			if len(buf) == 0 {
-				return buf, io.EOF
-			}
-			return bytes.TrimRight(buf, "\r\n"), nil
-		default:
-			return buf, err
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/offpath/offpath/internal/batchfile"
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/lines"
 	"github.com/offpath/offpath/internal/tokens"
 )
 
@@ -154,7 +155,7 @@ func (s *Service) eachResult(ctx context.Context, blob string, fn func(l *Result
 	br := bufio.NewReaderSize(r, 256<<10)
 	var buf []byte
 	for {
-		raw, err := batchfile.ReadLine(br, buf[:0], batchfile.DefaultMaxLineBytes)
+		raw, err := lines.Read(br, buf[:0], batchfile.DefaultMaxLineBytes)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
@@ -401,7 +402,7 @@ type lineSeeker struct {
 
 func (r *lineSeeker) get(line int) ([]byte, error) {
 	for {
-		raw, err := batchfile.ReadLine(r.br, r.buf[:0], batchfile.DefaultMaxLineBytes)
+		raw, err := lines.Read(r.br, r.buf[:0], batchfile.DefaultMaxLineBytes)
 		if err != nil {
 			return nil, err
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batchfile"
+	"github.com/offpath/offpath/internal/lines"
 )
 
 // split is what a pack's output and error files hold for one member: its
@@ -118,11 +119,11 @@ func (s *Service) splitPack(ctx context.Context, j *Job, p *Part, live []PackMem
 		}
 		br := bufio.NewReaderSize(body, 256<<10)
 		for {
-			line, err := batchfile.ReadLine(br, buf, batchfile.DefaultMaxLineBytes)
+			line, err := lines.Read(br, buf, batchfile.DefaultMaxLineBytes)
 			if errors.Is(err, io.EOF) {
 				break
 			}
-			if errors.Is(err, batchfile.ErrLineTooLong) {
+			if errors.Is(err, lines.ErrTooLong) {
 				stray++
 				continue
 			}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"unicode/utf8"
+
+	"github.com/offpath/offpath/internal/lines"
 )
 
 // Errors of [Index.Resolve].
@@ -94,7 +96,7 @@ func (x *Index) Load(r io.Reader) error {
 	var buf []byte
 	for n := 1; ; n++ {
 		var err error
-		buf, err = readLine(br, buf, maxIndexLine)
+		buf, err = lines.Read(br, buf, maxIndexLine)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}

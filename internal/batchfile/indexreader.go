@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/offpath/offpath/internal/lines"
 )
 
 // IndexReader looks up the entries of one part's index while reading the
@@ -158,7 +160,7 @@ func (x *IndexReader) reread(line int) (IndexEntry, error) {
 // is written with "\n" line ends).
 func (x *IndexReader) readEntry(br *bufio.Reader) ([]byte, int64, error) {
 	var err error
-	x.buf, err = readLine(br, x.buf, maxIndexLine)
+	x.buf, err = lines.Read(br, x.buf, maxIndexLine)
 	if errors.Is(err, io.EOF) {
 		return nil, 0, io.EOF
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/lines"
 )
 
 // Outcome is how one request of a batch ended.
@@ -111,12 +112,12 @@ func NewReader(r io.Reader, maxLineBytes int) *Reader {
 func (r *Reader) Next() (Result, error) {
 	for {
 		var err error
-		r.buf, err = readLine(r.br, r.buf, r.maxLine)
+		r.buf, err = lines.Read(r.br, r.buf, r.maxLine)
 		if errors.Is(err, io.EOF) {
 			return Result{}, io.EOF
 		}
 		r.line++
-		if errors.Is(err, ErrLineTooLong) {
+		if errors.Is(err, lines.ErrTooLong) {
 			return Result{}, &LineError{Line: r.line, Reason: fmt.Sprintf("longer than %d bytes", r.maxLine)}
 		}
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/batchfile"
 	"github.com/offpath/offpath/internal/blobstore"
+	"github.com/offpath/offpath/internal/lines"
 )
 
 // The two files of a harvested job.
@@ -161,7 +162,7 @@ func (s *Server) copyLines(ctx context.Context, blob string, idx *batchfile.Inde
 	br := bufio.NewReaderSize(body, 256<<10)
 	var buf []byte
 	for {
-		line, err := batchfile.ReadLine(br, buf, 64<<20)
+		line, err := lines.Read(br, buf, 64<<20)
 		buf = line
 		if errors.Is(err, io.EOF) {
 			return nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/batchfile"
+	"github.com/offpath/offpath/internal/lines"
 	"github.com/offpath/offpath/internal/tenant"
 )
 
@@ -79,12 +80,12 @@ func (v *validator) run(r io.Reader) (inputSummary, error) {
 	var buf []byte
 	var blank int // a blank line is refused only if a line follows it
 	for n := 1; ; n++ {
-		line, err := batchfile.ReadLine(br, buf, maxLineBytes)
+		line, err := lines.Read(br, buf, maxLineBytes)
 		buf = line
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		if errors.Is(err, batchfile.ErrLineTooLong) {
+		if errors.Is(err, lines.ErrTooLong) {
 			return v.sum, lineError(n, "invalid_json_line", "longer than %d bytes", maxLineBytes)
 		}
 		if err != nil {

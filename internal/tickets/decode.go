@@ -9,6 +9,8 @@ import (
 	"io"
 	"path"
 	"strings"
+
+	"github.com/offpath/offpath/internal/lines"
 )
 
 // format is how a blob holds tickets, from its extension.
@@ -69,11 +71,11 @@ func decodeLines(ctx context.Context, r io.Reader, s sink) error {
 	bad := 0
 	for line := 1; ; line++ {
 		var err error
-		buf, err = readLine(br, buf, MaxDocumentBytes)
+		buf, err = lines.Read(br, buf, MaxDocumentBytes)
 		switch {
 		case errors.Is(err, io.EOF):
 			return nil
-		case errors.Is(err, errLineTooLong):
+		case errors.Is(err, lines.ErrTooLong):
 			s.skip(line, "", fmt.Sprintf("line too long (over %s)", size(MaxDocumentBytes)))
 			bad++
 		case err != nil:
@@ -114,47 +116,4 @@ func tryDeliver(ctx context.Context, s sink, line int, doc []byte) (bool, error)
 	}
 	t.Line = line
 	return true, s.ticket(ctx, t)
-}
-
-// errLineTooLong reports a line above the limit; the rest of the line has
-// been read past and reading may go on.
-var errLineTooLong = errors.New("line too long")
-
-// readLine returns the next line of r without its "\n" (and a "\r" before
-// it), reusing buf. Unlike bufio.Scanner it has no fixed token size: a line
-// may be up to maxLen bytes; a longer one is read past, never held, and
-// reported as errLineTooLong. At the end it returns io.EOF.
-func readLine(r *bufio.Reader, buf []byte, maxLen int) ([]byte, error) {
-	buf = buf[:0]
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if len(buf)+len(chunk) > maxLen+2 {
-			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = r.ReadSlice('\n')
-			}
-			if err != nil && !errors.Is(err, io.EOF) {
-				return buf[:0], fmt.Errorf("read: %w", err)
-			}
-			return buf[:0], errLineTooLong
-		}
-		buf = append(buf, chunk...)
-		switch {
-		case err == nil:
-			return trimEOL(buf), nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF):
-			if len(buf) == 0 {
-				return buf, io.EOF
-			}
-			return trimEOL(buf), nil
-		default:
-			return buf, fmt.Errorf("read: %w", err)
-		}
-	}
-}
-
-func trimEOL(b []byte) []byte {
-	b = bytes.TrimSuffix(b, []byte("\n"))
-	return bytes.TrimSuffix(b, []byte("\r"))
 }

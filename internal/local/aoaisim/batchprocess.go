@@ -9,6 +9,8 @@ import (
 	"io"
 	"math"
 	"time"
+
+	"github.com/offpath/offpath/internal/lines"
 )
 
 // countEvery is how often (in lines) the worker publishes request_counts and
@@ -66,7 +68,7 @@ func (r *batchRun) process(ctx context.Context, dep *deploymentState, start time
 			due = int(el / perLine)
 		}
 		for p.done < due {
-			line, err = readLine(rd, line, maxLineBytes)
+			line, err = lines.Read(rd, line, maxLineBytes)
 			if err != nil {
 				w.abort()
 				return fmt.Errorf("read input line %d: %w", p.done+1, err)
@@ -142,7 +144,7 @@ func (r *batchRun) expire(w *outputWriter, rd *bufio.Reader, line []byte, p line
 	if !r.s.cfg.Batch.OmitExpiredLines {
 		for {
 			var err error
-			line, err = readLine(rd, line, maxLineBytes)
+			line, err = lines.Read(rd, line, maxLineBytes)
 			if errors.Is(err, io.EOF) {
 				break
 			}

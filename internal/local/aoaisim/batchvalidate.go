@@ -9,7 +9,12 @@ import (
 	"hash/fnv"
 	"io"
 	"os"
+
+	"github.com/offpath/offpath/internal/lines"
 )
+
+// utf8BOM is the byte-order mark Azure's batch validation trips over.
+const utf8BOM = "\xef\xbb\xbf"
 
 // maxValidationErrors bounds errors.data of a failed job.
 const maxValidationErrors = 100
@@ -75,12 +80,12 @@ func (s *Server) validateInput(f *os.File, rec *fileRecord, endpoint string) (va
 	var firstURL string
 	for {
 		var err error
-		line, err = readLine(r, line, maxLineBytes)
+		line, err = lines.Read(r, line, maxLineBytes)
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		v.lines++
-		if err != nil && !errors.Is(err, errLineTooLong) {
+		if err != nil && !errors.Is(err, lines.ErrTooLong) {
 			return v, err
 		}
 		var in inputLine

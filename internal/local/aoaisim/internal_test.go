@@ -1,10 +1,8 @@
 package aoaisim
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -143,35 +141,6 @@ func TestComplete(t *testing.T) {
 		"Is the driver to blame?", "The queue shows every job as done, Zürich office included."}
 	if got := splitSentences(ticket); !slices.Equal(got, want) {
 		t.Errorf("sentences of the ticket = %q, want %q", got, want)
-	}
-}
-
-func TestReadLine(t *testing.T) {
-	t.Parallel()
-	long := strings.Repeat("x", 200_000) // beyond bufio.Scanner's 64 KiB
-	r := bufio.NewReaderSize(strings.NewReader("a\n"+long+"\n\nlast"), 16)
-	var got []string
-	var line []byte
-	for {
-		var err error
-		line, err = readLine(r, line, 1<<20)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("readLine: %v", err)
-		}
-		got = append(got, string(line))
-	}
-	if len(got) != 4 || got[0] != "a" || got[1] != long || got[2] != "" || got[3] != "last" {
-		t.Errorf("lines = %d, want a, the long line, a blank and last", len(got))
-	}
-	r = bufio.NewReaderSize(strings.NewReader(long+"\nnext\n"), 16)
-	if _, err := readLine(r, nil, 1000); !errors.Is(err, errLineTooLong) {
-		t.Errorf("over-long line: %v, want errLineTooLong", err)
-	}
-	if l, err := readLine(r, nil, 1000); err != nil || string(l) != "next" {
-		t.Errorf("line after an over-long one = %q, %v", l, err)
 	}
 }
 

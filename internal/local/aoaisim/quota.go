@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"sync"
+
+	"github.com/offpath/offpath/internal/lines"
 )
 
 // EnqueuedTokens is the simulator's estimate of a batch input file's tokens,
@@ -69,7 +71,7 @@ func peekDeployment(path string) string {
 		return ""
 	}
 	defer f.Close()
-	line, err := readLine(bufio.NewReaderSize(f, 64<<10), nil, 16<<20)
+	line, err := lines.Read(bufio.NewReaderSize(f, 64<<10), nil, 16<<20)
 	if err != nil || bytes.HasPrefix(line, []byte(utf8BOM)) {
 		return ""
 	}
