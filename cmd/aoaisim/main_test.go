@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/testing/poll"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/azure"
 	"github.com/openai/openai-go/v3/option"
@@ -44,13 +45,13 @@ func TestRun(t *testing.T) {
 
 	urlRE := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
 	var url string
-	for deadline := time.Now().Add(10 * time.Second); url == ""; time.Sleep(5 * time.Millisecond) {
+	if !poll.Within(10*time.Second, func() bool {
 		if m := urlRE.FindStringSubmatch(stdout.String()); m != nil {
 			url = m[1]
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no URL printed; stdout %q stderr %q", stdout.String(), stderr.String())
-		}
+		return url != ""
+	}) {
+		t.Fatalf("no URL printed; stdout %q stderr %q", stdout.String(), stderr.String())
 	}
 	for _, dep := range []string{"gpt-4o-mini ", "text-embedding-3-small", "gpt-4o-mini-batch"} {
 		if !strings.Contains(stdout.String(), dep) {

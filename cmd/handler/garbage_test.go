@@ -22,6 +22,7 @@ import (
 	"github.com/offpath/offpath/internal/local/azurite"
 	"github.com/offpath/offpath/internal/tablestore"
 	"github.com/offpath/offpath/internal/tenant"
+	"github.com/offpath/offpath/internal/testing/poll"
 )
 
 // triggerFunction is a function of the app folder and its trigger binding,
@@ -204,22 +205,22 @@ func TestRun_GarbageIsNeverRetried(t *testing.T) {
 // waitReady waits until the handler answers GET /, or stops.
 func waitReady(t *testing.T, base string, done <-chan error) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		res, err := http.Get(base + "/")
-		if err == nil {
+	var err error
+	poll.Within(10*time.Second, func() bool {
+		var res *http.Response
+		if res, err = http.Get(base + "/"); err == nil {
 			res.Body.Close()
-			return
+			return true
 		}
 		select {
 		case rerr := <-done:
 			t.Fatalf("handler stopped before answering GET /: %v", rerr)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("handler never answered GET /: %v", err)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return false
+	})
+	if err != nil {
+		t.Fatalf("handler never answered GET /: %v", err)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offpath/offpath/internal/testing/poll"
 	"github.com/offpath/offpath/internal/testing/slowloris"
 )
 
@@ -161,23 +162,28 @@ func tryHandler(t *testing.T, root string, extra map[string]string) (*runningHan
 		case <-time.After(30 * time.Second):
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		res, err := http.Get(h.base + "/")
-		if err == nil {
+	var err error
+	stopped := false
+	poll.Within(10*time.Second, func() bool {
+		var res *http.Response
+		if res, err = http.Get(h.base + "/"); err == nil {
 			res.Body.Close()
-			return h, nil
+			return true
 		}
 		select {
 		case <-h.done:
-			return nil, fmt.Errorf("handler stopped before answering GET /: %w", h.err)
+			stopped = true
 		default:
 		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("handler never answered GET /: %w", err)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return stopped
+	})
+	switch {
+	case stopped:
+		return nil, fmt.Errorf("handler stopped before answering GET /: %w", h.err)
+	case err != nil:
+		return nil, fmt.Errorf("handler never answered GET /: %w", err)
 	}
+	return h, nil
 }
 
 // copyModels puts the repository's models.json into an app folder.

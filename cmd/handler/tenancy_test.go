@@ -16,6 +16,7 @@ import (
 	"github.com/offpath/offpath/internal/auth"
 	"github.com/offpath/offpath/internal/local/azurite"
 	"github.com/offpath/offpath/internal/testing/entratest"
+	"github.com/offpath/offpath/internal/testing/poll"
 )
 
 // instance is one handler process run in the test.
@@ -54,8 +55,7 @@ func (in *instance) call(t *testing.T, method, path, cred, body string) (int, ma
 	t.Helper()
 	var res *http.Response
 	var err error
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Within(10*time.Second, func() bool {
 		req, _ := http.NewRequest(method, in.base+path, strings.NewReader(body))
 		if cred != "" {
 			req.Header.Set("Authorization", "Bearer "+cred)
@@ -63,11 +63,9 @@ func (in *instance) call(t *testing.T, method, path, cred, body string) (int, ma
 		if body != "" {
 			req.Header.Set("Content-Type", "application/json")
 		}
-		if res, err = http.DefaultClient.Do(req); err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		res, err = http.DefaultClient.Do(req)
+		return err == nil
+	})
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}

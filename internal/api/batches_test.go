@@ -30,6 +30,7 @@ import (
 	"github.com/offpath/offpath/internal/tablestore"
 	"github.com/offpath/offpath/internal/tenant"
 	"github.com/offpath/offpath/internal/testing/openapitest"
+	"github.com/offpath/offpath/internal/testing/poll"
 )
 
 // batchEnv is the API with the batch service, on Azurite and a simulator.
@@ -389,28 +390,24 @@ func TestBatches_ThroughTheAPI(t *testing.T) {
 		}
 	}
 	// Poll until harvested, then read the results through the API.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var job batchResponse
+	if !poll.Within(30*time.Second, func() bool {
 		if _, err := e.svc.Poll(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		r := e.do(http.MethodGet, "/api/v1/batches/"+id, ck, nil)
+		job = e.do(http.MethodGet, "/api/v1/batches/"+id, ck, nil)
 		r2 := e.do(http.MethodGet, "/api/v1/batches/"+id2, ck, nil)
-		if r.json["state"] == "harvested" && r2.json["state"] == "harvested" {
-			u, _ := r.json["usage"].(map[string]any)
-			if u["prompt_tokens"].(float64) <= 0 || r.json["final"] != "completed" || r.json["outcomes"].(map[string]any)["ok"].(float64) != 6 {
-				t.Errorf("harvested job: %s", r.body)
-			}
-			// Azure's counts in Azure's (and the rest of the API's) snake_case.
-			if !bytes.Contains(r.body, []byte(`"request_counts":{"total":6,"completed":6,"failed":0}`)) {
-				t.Errorf("request_counts not in snake_case: %s", r.body)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not harvested: %s", r.body)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return job.json["state"] == "harvested" && r2.json["state"] == "harvested"
+	}) {
+		t.Fatalf("not harvested: %s", job.body)
+	}
+	u, _ := job.json["usage"].(map[string]any)
+	if u["prompt_tokens"].(float64) <= 0 || job.json["final"] != "completed" || job.json["outcomes"].(map[string]any)["ok"].(float64) != 6 {
+		t.Errorf("harvested job: %s", job.body)
+	}
+	// Azure's counts in Azure's (and the rest of the API's) snake_case.
+	if !bytes.Contains(job.body, []byte(`"request_counts":{"total":6,"completed":6,"failed":0}`)) {
+		t.Errorf("request_counts not in snake_case: %s", job.body)
 	}
 	r := e.do(http.MethodGet, "/api/v1/batches/"+id+"/results", ck, nil)
 	if r.status != 200 || r.header.Get("Offpath-Results-Complete") != "true" || r.header.Get("Content-Type") != "application/x-ndjson" {

@@ -33,6 +33,7 @@ import (
 	"github.com/offpath/offpath/internal/tablestore"
 	"github.com/offpath/offpath/internal/testing/alerttest"
 	"github.com/offpath/offpath/internal/testing/apptest"
+	"github.com/offpath/offpath/internal/testing/poll"
 )
 
 // One Azurite serves the package's tests; they keep apart by table names.
@@ -325,21 +326,18 @@ func (e *env) offpathFile(jobID string, part int, content string) azopenai.File 
 // files.
 func (e *env) finish(id string) azopenai.Batch {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		b, err := e.azure.GetBatch(context.Background(), id)
-		if err != nil {
+	var b azopenai.Batch
+	if !poll.Within(20*time.Second, func() bool {
+		var err error
+		if b, err = e.azure.GetBatch(context.Background(), id); err != nil {
 			e.t.Fatalf("GetBatch: %v", err)
 		}
-		if b.FilesReady() {
-			return b
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("batch %s still %s", id, b.Status)
-		}
-		e.clock.Advance(time.Minute)
-		time.Sleep(2 * time.Millisecond)
+		e.clock.Advance(time.Minute) // the next ask sees the batch a minute on
+		return b.FilesReady()
+	}) {
+		e.t.Fatalf("batch %s still %s", id, b.Status)
 	}
+	return b
 }
 
 // newJobID returns a well-formed offpath job id.

@@ -11,6 +11,7 @@ import (
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/tenant"
+	"github.com/offpath/offpath/internal/testing/poll"
 )
 
 // offpath's own job, run by the batch service from submission to harvest
@@ -48,9 +49,9 @@ func TestRun_OffpathJobThroughTheService(t *testing.T) {
 	}
 	e.later(2 * time.Hour)
 
-	deadline := time.Now().Add(30 * time.Second)
 	runs := 0
-	for {
+	var j batch.Job
+	if !poll.Within(30*time.Second, func() bool {
 		s := e.run()
 		runs++
 		if s.Unknown != 0 || s.Alerted != 0 || s.FilesAlerted != 0 || s.Deleted != 0 || s.Errors != 0 {
@@ -59,21 +60,16 @@ func TestRun_OffpathJobThroughTheService(t *testing.T) {
 		if _, err := svc.Poll(ctx); err != nil {
 			t.Fatalf("Poll: %v", err)
 		}
-		j, err := e.tables.jobs.Get(ctx, tn.ID, job.ID)
-		if err != nil {
+		if j, err = e.tables.jobs.Get(ctx, tn.ID, job.ID); err != nil {
 			t.Fatal(err)
 		}
-		if j.State == batch.Harvested {
-			if c := j.Counts(); c.OK != int64(len(items)) {
-				t.Errorf("harvested counts %+v, want all %d ok", c, len(items))
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job still %s after %d audit runs", j.State, runs)
-		}
-		e.clock.Advance(30 * time.Second)
-		time.Sleep(5 * time.Millisecond)
+		e.clock.Advance(30 * time.Second) // the next ask sees the job 30 s on
+		return j.State == batch.Harvested
+	}) {
+		t.Fatalf("job still %s after %d audit runs", j.State, runs)
+	}
+	if c := j.Counts(); c.OK != int64(len(items)) {
+		t.Errorf("harvested counts %+v, want all %d ok", c, len(items))
 	}
 	if runs < 4 {
 		t.Errorf("only %d audit runs during the job", runs)

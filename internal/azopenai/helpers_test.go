@@ -19,6 +19,7 @@ import (
 	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batchfile"
 	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/testing/poll"
 )
 
 const (
@@ -177,20 +178,17 @@ func upload(t testing.TB, ctx context.Context, c *azopenai.BatchClient, in input
 // waitFiles polls until the batch is terminal with its files reported.
 func waitFiles(t testing.TB, ctx context.Context, c *azopenai.BatchClient, id string) azopenai.Batch {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		b, err := c.GetBatch(ctx, id)
-		if err != nil {
+	var b azopenai.Batch
+	if !poll.Within(30*time.Second, func() bool {
+		var err error
+		if b, err = c.GetBatch(ctx, id); err != nil {
 			t.Fatalf("GetBatch: %v", err)
 		}
-		if b.FilesReady() {
-			return b
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("batch %s still %s after 30 s", id, b.Status)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return b.FilesReady()
+	}) {
+		t.Fatalf("batch %s still %s after 30 s", id, b.Status)
 	}
+	return b
 }
 
 // readResults downloads and parses a file; "" gives nothing.

@@ -28,6 +28,7 @@ import (
 	"github.com/offpath/offpath/internal/tenant"
 	"github.com/offpath/offpath/internal/testing/alerttest"
 	"github.com/offpath/offpath/internal/testing/apptest"
+	"github.com/offpath/offpath/internal/testing/poll"
 )
 
 var shared azurite.Shared
@@ -174,23 +175,20 @@ func ticketLines(prefix string, n int, body func(i int) string) string {
 func (e *env) harvest(id string) batch.Job {
 	e.t.Helper()
 	ctx := e.ctx()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	var j batch.Job
+	if !poll.Within(90*time.Second, func() bool {
 		if _, err := e.batch.Poll(ctx); err != nil {
 			e.t.Fatalf("Poll: %v", err)
 		}
-		j, err := e.batch.Get(ctx, "support", id)
-		if err != nil {
+		var err error
+		if j, err = e.batch.Get(ctx, "support", id); err != nil {
 			e.t.Fatal(err)
 		}
-		if j.State == batch.Harvested {
-			return j
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("job %s not harvested: %s %+v", id, j.State, j.Parts)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return j.State == batch.Harvested
+	}) {
+		e.t.Fatalf("job %s not harvested: %s %+v", id, j.State, j.Parts)
 	}
+	return j
 }
 
 // read returns a blob of a container.

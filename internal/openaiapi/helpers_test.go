@@ -22,6 +22,7 @@ import (
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/testing/apptest"
+	"github.com/offpath/offpath/internal/testing/poll"
 )
 
 func TestMain(m *testing.M) {
@@ -122,23 +123,21 @@ func await(t testing.TB, c openai.Client, id string, until func(*openai.Batch) b
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	var seen []string
-	for {
-		b, err := c.Batches.Get(context.Background(), id)
-		if err != nil {
+	var b *openai.Batch
+	if !poll.Within(time.Until(deadline), func() bool {
+		var err error
+		if b, err = c.Batches.Get(context.Background(), id); err != nil {
 			t.Fatalf("get batch: %v", describe(err))
 		}
 		if len(seen) == 0 || seen[len(seen)-1] != string(b.Status) {
 			seen = append(seen, string(b.Status))
 		}
-		if until(b) {
-			t.Logf("batch %s went %v", id, seen)
-			return b
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("batch %s: statuses %v, still waiting", id, seen)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return until(b)
+	}) {
+		t.Fatalf("batch %s: statuses %v, still waiting", id, seen)
 	}
+	t.Logf("batch %s went %v", id, seen)
+	return b
 }
 
 func terminal(b *openai.Batch) bool {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/testing/apptest"
+	"github.com/offpath/offpath/internal/testing/poll"
 )
 
 func TestMain(m *testing.M) {
@@ -113,16 +114,11 @@ func TestWebhook_ThroughTheDevHost(t *testing.T) {
 			} `json:"attempts"`
 		} `json:"data"`
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	if !poll.Within(30*time.Second, func() bool {
 		s.DoAdmin(http.MethodGet, "/api/v1/tenants/contoso/webhook/events", nil, &events)
-		if len(events.Data) == 1 && events.Data[0].Delivered {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("events %+v", events)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return len(events.Data) == 1 && events.Data[0].Delivered
+	}) {
+		t.Fatalf("events %+v", events)
 	}
 	if a := events.Data[0].Attempts; len(a) != 2 || a[0].Status != 500 || a[1].Status != 200 {
 		t.Errorf("attempts %+v, want 500 then 200", a)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/testing/poll"
 	"github.com/openai/openai-go/v3"
 	"github.com/rs/zerolog"
 )
@@ -151,15 +152,15 @@ func runLargeBatch(b *testing.B, bin, dir string, lines int) {
 	if err != nil {
 		b.Fatalf("create: %v", err)
 	}
-	for bt.Status != "completed" {
-		time.Sleep(50 * time.Millisecond)
+	poll.Until(b, 10*time.Minute, "the batch to complete", func() bool {
 		if bt, err = c.Batches.Get(ctx, bt.ID); err != nil {
 			b.Fatalf("get: %v", err)
 		}
 		if bt.Status == "failed" {
 			b.Fatalf("batch failed: %+v", bt.Errors.Data)
 		}
-	}
+		return bt.Status == "completed"
+	})
 	ran := time.Since(start) - uploaded
 	resp, err := c.Files.Content(ctx, bt.OutputFileID)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/testing/poll"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/azure"
 	"github.com/openai/openai-go/v3/option"
@@ -168,20 +169,17 @@ func waitStatus(t testing.TB, c openai.Client, id string, status openai.BatchSta
 // poll after Advance.
 func waitFor(t testing.TB, c openai.Client, id, what string, ok func(*openai.Batch) bool) *openai.Batch {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		b, err := c.Batches.Get(context.Background(), id)
-		if err != nil {
+	var b *openai.Batch
+	if !poll.Within(20*time.Second, func() bool {
+		var err error
+		if b, err = c.Batches.Get(context.Background(), id); err != nil {
 			t.Fatalf("Batches.Get: %v", err)
 		}
-		if ok(b) {
-			return b
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("batch %s: status %s, counts %+v, errors %+v; want %s", id, b.Status, b.RequestCounts, b.Errors.Data, what)
-		}
-		time.Sleep(2 * time.Millisecond)
+		return ok(b)
+	}) {
+		t.Fatalf("batch %s: status %s, counts %+v, errors %+v; want %s", id, b.Status, b.RequestCounts, b.Errors.Data, what)
 	}
+	return b
 }
 
 // resultLine is an output or error file line.
