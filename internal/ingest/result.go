@@ -6,9 +6,9 @@ import (
 	"math"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/offpath/offpath/internal/chunk"
+	"github.com/offpath/offpath/internal/jsonstr"
 )
 
 // ResultContentType is the result blob's Content-Type: JSON Lines.
@@ -80,7 +80,7 @@ func appendChunkLine(dst []byte, m *docMeta, c chunk.Chunk, vector []float32) ([
 	dst = append(dst, `,"overlap":`...)
 	dst = strconv.AppendInt(dst, int64(c.Overlap), 10)
 	dst = append(dst, `,"text":`...)
-	dst = appendString(dst, c.Text)
+	dst = jsonstr.Append(dst, c.Text)
 	dst = append(dst, `,"vector":[`...)
 	for i, v := range vector {
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
@@ -92,49 +92,4 @@ func appendChunkLine(dst []byte, m *docMeta, c chunk.Chunk, vector []float32) ([
 		dst = strconv.AppendFloat(dst, float64(v), 'g', -1, 32)
 	}
 	return append(dst, "]}\n"...), nil
-}
-
-// appendString appends s as a JSON string. Extracted text is valid UTF-8
-// whose only control characters are tab and newline, but anything is
-// escaped correctly.
-func appendString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				dst = append(dst, s[start:i]...)
-				dst = append(dst, `\ufffd`...)
-				i += size
-				start = i
-				continue
-			}
-			i += size
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		i++
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/offpath/offpath/internal/jsonstr"
 	"github.com/offpath/offpath/internal/outcome"
 )
 
@@ -306,7 +307,7 @@ func errorResponse(status int, msg string, retryAfter time.Duration) HTTPRespons
 	if retryAfter > 0 {
 		h["Retry-After"] = strconv.Itoa(int((retryAfter + time.Second - 1) / time.Second))
 	}
-	return HTTPResponse{StatusCode: status, Headers: h, Body: string(appendString([]byte(`{"error":`), msg)) + "}"}
+	return HTTPResponse{StatusCode: status, Headers: h, Body: string(jsonstr.Append([]byte(`{"error":`), msg)) + "}"}
 }
 
 // call runs fn, turning a panic into a transient error: a panic must never
@@ -356,7 +357,7 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, append(appendString([]byte(`{"error":`), msg), '}'))
+	writeJSON(w, status, append(jsonstr.Append([]byte(`{"error":`), msg), '}'))
 }
 
 // logCollector copies an invocation's log messages into the reply's Logs, so

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
-	"unicode/utf8"
+
+	"github.com/offpath/offpath/internal/jsonstr"
 )
 
 // Result is what a function hands back: values for its output bindings, keyed
@@ -82,12 +82,12 @@ func (r HTTPResponse) appendJSON(dst []byte) ([]byte, error) {
 			dst = append(dst, ',')
 		}
 		first = false
-		dst = appendString(dst, k)
+		dst = jsonstr.Append(dst, k)
 		dst = append(dst, ':')
-		dst = appendString(dst, v)
+		dst = jsonstr.Append(dst, v)
 	}
 	dst = append(dst, `},"body":`...)
-	return append(appendString(dst, r.Body), '}'), nil
+	return append(jsonstr.Append(dst, r.Body), '}'), nil
 }
 
 // appendReply encodes the host's reply object. It never produces null or an
@@ -104,7 +104,7 @@ func appendReply(dst []byte, res Result, logs []string) ([]byte, error) {
 			dst = append(dst, ',')
 		}
 		first = false
-		dst = appendString(dst, name)
+		dst = jsonstr.Append(dst, name)
 		dst = append(dst, ':')
 		if dst, err = out.appendJSON(dst); err != nil {
 			return dst, fmt.Errorf("output %q: %w", name, err)
@@ -115,7 +115,7 @@ func appendReply(dst []byte, res Result, logs []string) ([]byte, error) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendString(dst, l)
+		dst = jsonstr.Append(dst, l)
 	}
 	dst = append(dst, `],"ReturnValue":`...)
 	if res.ReturnValue == nil {
@@ -125,36 +125,4 @@ func appendReply(dst []byte, res Result, logs []string) ([]byte, error) {
 		return dst, fmt.Errorf("return value: %w", err)
 	}
 	return append(dst, '}'), nil
-}
-
-// appendString appends s as a JSON string literal.
-func appendString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }

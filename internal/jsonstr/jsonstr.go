@@ -1,0 +1,65 @@
+// Package jsonstr writes a string as a JSON string literal, for the
+// encoders that build JSON by hand on a hot path (the handler's replies to
+// the Functions host, the ingest result lines) instead of through
+// encoding/json's reflection. The bytes are exactly what encoding/json
+// writes with HTML escaping off.
+package jsonstr
+
+import "unicode/utf8"
+
+const hex = "0123456789abcdef"
+
+// Append appends s to dst as a JSON string literal, quotes included:
+// '"' and '\\' escaped, control characters as \b, \f, \n, \r, \t or
+// \u00XX, U+2028 and U+2029 as \u2028 and \u2029 (valid JSON, but not
+// valid JavaScript), and each byte that is not valid UTF-8 as \ufffd.
+func Append(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
