@@ -167,7 +167,7 @@ func (a AOAI) withDefaults() AOAI {
 		// most instances that may run, at least 1.
 		a.Limits = map[string]Limit{}
 		for name, q := range a.Quotas {
-			a.Limits[name] = Limit{TPM: share(q.TPM, a.Instances), RPM: share(q.RPM, a.Instances)}
+			a.Limits[name] = Limit(ratelimit.PerInstance(ratelimit.Limits(q), a.Instances))
 		}
 	} else {
 		a.Limits = maps.Clone(a.Limits)
@@ -178,11 +178,3 @@ func (a AOAI) withDefaults() AOAI {
 // margin is what an invocation leaves of a host deadline d: a tenth, at
 // least 5 s.
 func margin(d time.Duration) time.Duration { return max(d/10, 5*time.Second) }
-
-// share is a deployment's limit divided among instances, at least 1.
-func share(v int64, instances int) int64 {
-	if v <= 0 {
-		return 0
-	}
-	return max(v/int64(max(instances, 1)), 1)
-}
