@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offpath/offpath/internal/api"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/local/azurite"
@@ -187,6 +188,20 @@ func TestCLI_TenantsAndUsage(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustRun(t, env, "tenants", "rotate-key", "fabrikam", "-overlap", "0s", "-json")), &revoked); err != nil ||
 		!revoked.OthersRevoked || revoked.OthersExpire != nil {
 		t.Errorf("tenants rotate-key -overlap 0s -json = %+v, %v", revoked, err)
+	}
+	// The list as JSON is the API's view of a tenant (package api), dates
+	// included.
+	var listed []api.TenantView
+	if err := json.Unmarshal([]byte(mustRun(t, env, "tenants", "list", "-json")), &listed); err != nil {
+		t.Fatalf("tenants list -json: %v", err)
+	}
+	for _, v := range listed {
+		if v.ID == "fabrikam" && (v.Created.IsZero() || v.Updated.Before(v.Created) || len(v.Keys) == 0 || v.Aliases == nil) {
+			t.Errorf("tenants list -json: %+v", v)
+		}
+	}
+	if len(listed) < 2 {
+		t.Errorf("tenants list -json: %d tenants", len(listed))
 	}
 	// A runtime failure exits 1, with the error on stderr.
 	if stdout, stderr, code := invoke(t, env, "tenants", "suspend", "nobody"); code != 1 || stdout != "" || !strings.Contains(stderr, "nobody") {

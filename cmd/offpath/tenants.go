@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/offpath/offpath/internal/api"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/tenant"
 )
@@ -150,32 +151,9 @@ func (c *cli) listTenants(ctx context.Context, args []string) error {
 		return err
 	}
 	if *asJSON {
-		type keyJSON struct {
-			ID      string     `json:"id"`
-			Created time.Time  `json:"created"`
-			Expires *time.Time `json:"expires,omitempty"`
-		}
-		type tenantJSON struct {
-			ID                 string       `json:"id"`
-			DisplayName        string       `json:"display_name"`
-			Aliases            []string     `json:"aliases"`
-			MonthlyTokenBudget int64        `json:"monthly_token_budget"`
-			State              tenant.State `json:"state"`
-			AppIDs             []string     `json:"app_ids"`
-			Keys               []keyJSON    `json:"keys"`
-			Created            time.Time    `json:"created"`
-		}
-		out := []tenantJSON{}
+		out := []api.TenantView{}
 		for _, t := range list {
-			v := tenantJSON{t.ID, t.DisplayName, nonNil(t.Aliases), t.MonthlyTokenBudget, t.State, nonNil(t.AppIDs), []keyJSON{}, t.Created}
-			for _, k := range t.Keys {
-				kj := keyJSON{ID: k.ID, Created: k.Created}
-				if !k.Expires.IsZero() {
-					kj.Expires = &k.Expires
-				}
-				v.Keys = append(v.Keys, kj)
-			}
-			out = append(out, v)
+			out = append(out, api.ViewTenant(t))
 		}
 		return c.printJSON(out)
 	}

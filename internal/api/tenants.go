@@ -9,14 +9,16 @@ import (
 	"github.com/offpath/offpath/internal/tenant"
 )
 
-type keyView struct {
+// KeyView is one of a tenant's API keys as shown: its id and dates.
+type KeyView struct {
 	ID      string     `json:"id"`
 	Created time.Time  `json:"created"`
 	Expires *time.Time `json:"expires,omitempty"`
 }
 
-// tenantView is a tenant as the admin sees it: never a key's hash or salt.
-type tenantView struct {
+// TenantView is a tenant as the API's admin routes and the CLI's -json
+// output show it: never a key's hash or salt.
+type TenantView struct {
 	ID                 string       `json:"id"`
 	DisplayName        string       `json:"display_name"`
 	Aliases            []string     `json:"aliases"`
@@ -24,14 +26,15 @@ type tenantView struct {
 	DataZone           string       `json:"data_zone,omitempty"`
 	State              tenant.State `json:"state"`
 	AppIDs             []string     `json:"app_ids"`
-	Keys               []keyView    `json:"keys"`
+	Keys               []KeyView    `json:"keys"`
 	Created            time.Time    `json:"created"`
 	Updated            time.Time    `json:"updated"`
 }
 
-func viewTenant(t tenant.Tenant) tenantView {
-	v := tenantView{ID: t.ID, DisplayName: t.DisplayName, Aliases: t.Aliases, MonthlyTokenBudget: t.MonthlyTokenBudget,
-		DataZone: t.DataZone, State: t.State, AppIDs: t.AppIDs, Keys: []keyView{}, Created: t.Created, Updated: t.Updated}
+// ViewTenant is t as a TenantView: empty lists as [], not null.
+func ViewTenant(t tenant.Tenant) TenantView {
+	v := TenantView{ID: t.ID, DisplayName: t.DisplayName, Aliases: t.Aliases, MonthlyTokenBudget: t.MonthlyTokenBudget,
+		DataZone: t.DataZone, State: t.State, AppIDs: t.AppIDs, Keys: []KeyView{}, Created: t.Created, Updated: t.Updated}
 	if v.Aliases == nil {
 		v.Aliases = []string{}
 	}
@@ -39,7 +42,7 @@ func viewTenant(t tenant.Tenant) tenantView {
 		v.AppIDs = []string{}
 	}
 	for _, k := range t.Keys {
-		kv := keyView{ID: k.ID, Created: k.Created}
+		kv := KeyView{ID: k.ID, Created: k.Created}
 		if !k.Expires.IsZero() {
 			exp := k.Expires
 			kv.Expires = &exp
@@ -52,7 +55,7 @@ func viewTenant(t tenant.Tenant) tenantView {
 // newKeyView is the answer that carries a new API key: the only time it is
 // ever shown.
 type newKeyView struct {
-	Tenant tenantView `json:"tenant"`
+	Tenant TenantView `json:"tenant"`
 	APIKey string     `json:"api_key"`
 	KeyID  string     `json:"key_id"`
 }
@@ -93,7 +96,7 @@ func (s *Server) createTenant(w http.ResponseWriter, r *http.Request, _ auth.Pri
 		return
 	}
 	w.Header().Set("Location", "/api/v1/tenants/"+t.ID)
-	writeJSON(w, http.StatusCreated, newKeyView{Tenant: viewTenant(t), APIKey: plain, KeyID: k.ID})
+	writeJSON(w, http.StatusCreated, newKeyView{Tenant: ViewTenant(t), APIKey: plain, KeyID: k.ID})
 }
 
 func (s *Server) listTenants(w http.ResponseWriter, r *http.Request, _ auth.Principal) {
@@ -106,9 +109,9 @@ func (s *Server) listTenants(w http.ResponseWriter, r *http.Request, _ auth.Prin
 		fail(w, r, err)
 		return
 	}
-	out := make([]tenantView, 0, len(list))
+	out := make([]TenantView, 0, len(list))
 	for _, t := range list {
-		out = append(out, viewTenant(t))
+		out = append(out, ViewTenant(t))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tenants": out})
 }
@@ -136,7 +139,7 @@ func (s *Server) getTenant(w http.ResponseWriter, r *http.Request, _ auth.Princi
 		fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, viewTenant(t))
+	writeJSON(w, http.StatusOK, ViewTenant(t))
 }
 
 // patchTenantRequest changes what it names; absent fields stay as they are.
@@ -200,7 +203,7 @@ func (s *Server) patchTenant(w http.ResponseWriter, r *http.Request, _ auth.Prin
 		return
 	}
 	s.o.Auth.Forget()
-	writeJSON(w, http.StatusOK, viewTenant(t))
+	writeJSON(w, http.StatusOK, ViewTenant(t))
 }
 
 type rotateKeyRequest struct {
@@ -242,7 +245,7 @@ func (s *Server) rotateKey(w http.ResponseWriter, r *http.Request, _ auth.Princi
 		return
 	}
 	s.o.Auth.Forget()
-	writeJSON(w, http.StatusCreated, newKeyView{Tenant: viewTenant(t), APIKey: plain, KeyID: k.ID})
+	writeJSON(w, http.StatusCreated, newKeyView{Tenant: ViewTenant(t), APIKey: plain, KeyID: k.ID})
 }
 
 func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, _ auth.Principal) {
@@ -262,7 +265,7 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, _ auth.Princi
 		return
 	}
 	s.o.Auth.Forget()
-	writeJSON(w, http.StatusOK, viewTenant(t))
+	writeJSON(w, http.StatusOK, ViewTenant(t))
 }
 
 // knownAliases checks aliases against the catalog.
