@@ -147,36 +147,26 @@ func (s *Alerts) List(ctx context.Context, cursor string, limit int) ([]alert.Re
 		filter += " and RowKey gt " + quote(cursor)
 	}
 	top := int32(limit)
-	pager := s.t.client.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter, Top: &top})
-	more := false
-	for pager.More() && !more {
-		page, err := pager.NextPage(ctx)
+	more := false // an alert past the limit was seen
+	for b, err := range s.t.entities(ctx, &aztables.ListEntitiesOptions{Filter: &filter, Top: &top}) {
 		if err != nil {
-			if isNotFound(err) { // no table yet: nothing raised
-				return out, "", nil
-			}
 			return nil, "", fmt.Errorf("list alerts: %w", err)
 		}
-		for _, b := range page.Entities {
-			if len(out) == limit {
-				more = true
-				break
-			}
-			var e alertEntity
-			if err := json.Unmarshal(b, &e); err != nil {
-				return nil, "", fmt.Errorf("decode alert: %w", err)
-			}
-			a := alert.Recorded{ID: e.RowKey, Alert: alert.Alert{Name: e.Name, Tenant: e.Tenant, Job: e.Job, Message: e.Message, At: e.At.UTC()}}
-			if e.Fields != "" {
-				if err := json.Unmarshal([]byte(e.Fields), &a.Fields); err != nil {
-					a.Fields = map[string]any{"note": "the recorded fields are not JSON"}
-				}
-			}
-			out = append(out, a)
-		}
-		if len(out) == limit && pager.More() {
+		if len(out) == limit {
 			more = true
+			break
 		}
+		var e alertEntity
+		if err := json.Unmarshal(b, &e); err != nil {
+			return nil, "", fmt.Errorf("decode alert: %w", err)
+		}
+		a := alert.Recorded{ID: e.RowKey, Alert: alert.Alert{Name: e.Name, Tenant: e.Tenant, Job: e.Job, Message: e.Message, At: e.At.UTC()}}
+		if e.Fields != "" {
+			if err := json.Unmarshal([]byte(e.Fields), &a.Fields); err != nil {
+				a.Fields = map[string]any{"note": "the recorded fields are not JSON"}
+			}
+		}
+		out = append(out, a)
 	}
 	if !more {
 		return out, "", nil

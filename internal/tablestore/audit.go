@@ -38,23 +38,16 @@ func NewAudit(svc *aztables.ServiceClient, tableName string) *Audit {
 // Load returns every record of a kind, by Azure id: one partition query.
 func (s *Audit) Load(ctx context.Context, kind audit.Kind) (map[string]audit.Record, error) {
 	filter := "PartitionKey eq " + quote(string(kind))
-	pager := s.t.client.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter})
 	out := map[string]audit.Record{}
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
+	for b, err := range s.t.entities(ctx, &aztables.ListEntitiesOptions{Filter: &filter}) {
 		if err != nil {
-			if isNotFound(err) { // no table yet: nothing recorded
-				return out, nil
-			}
 			return nil, fmt.Errorf("read audit records of kind %s: %w", kind, err)
 		}
-		for _, b := range page.Entities {
-			var e auditEntity
-			if err := json.Unmarshal(b, &e); err != nil {
-				return nil, fmt.Errorf("decode audit record of kind %s: %w", kind, err)
-			}
-			out[e.RowKey] = e.record()
+		var e auditEntity
+		if err := json.Unmarshal(b, &e); err != nil {
+			return nil, fmt.Errorf("decode audit record of kind %s: %w", kind, err)
 		}
+		out[e.RowKey] = e.record()
 	}
 	return out, nil
 }

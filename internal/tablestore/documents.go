@@ -112,24 +112,20 @@ func (s *Documents) Update(ctx context.Context, partition, name string, change f
 func (s *Documents) List(ctx context.Context, partition string, limit int) ([]document.Status, error) {
 	filter := "PartitionKey eq " + quote(partition)
 	top := int32(min(max(limit, 1), 1000))
-	pager := s.t.client.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter, Top: &top})
 	out := []document.Status{}
-	for pager.More() && len(out) < limit {
-		page, err := pager.NextPage(ctx)
+	if limit <= 0 {
+		return out, nil
+	}
+	for b, err := range s.t.entities(ctx, &aztables.ListEntitiesOptions{Filter: &filter, Top: &top}) {
 		if err != nil {
-			if isNotFound(err) {
-				return out, nil
-			}
 			return nil, fmt.Errorf("list document statuses of %s: %w", partition, err)
 		}
-		for _, b := range page.Entities {
-			st, err := decodeDocument(b)
-			if err != nil {
-				return nil, err
-			}
-			if len(out) < limit {
-				out = append(out, st)
-			}
+		st, err := decodeDocument(b)
+		if err != nil {
+			return nil, err
+		}
+		if out = append(out, st); len(out) == limit {
+			break
 		}
 	}
 	return out, nil

@@ -169,24 +169,20 @@ func (s *Jobs) List(ctx context.Context, tenantID string, state batch.State, aft
 		filter += " and State eq " + quote(string(state))
 	}
 	top := int32(min(limit, 1000))
-	pager := s.t.client.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter, Top: &top})
 	out := []batch.Job{}
-	for pager.More() && len(out) < limit {
-		page, err := pager.NextPage(ctx)
+	if limit <= 0 {
+		return out, nil
+	}
+	for b, err := range s.t.entities(ctx, &aztables.ListEntitiesOptions{Filter: &filter, Top: &top}) {
 		if err != nil {
-			if isNotFound(err) {
-				return out, nil
-			}
 			return nil, fmt.Errorf("list jobs of %s: %w", tenantID, err)
 		}
-		for _, b := range page.Entities {
-			j, err := decodeJob(b)
-			if err != nil {
-				return nil, fmt.Errorf("list jobs of %s: %w", tenantID, err)
-			}
-			if len(out) < limit {
-				out = append(out, j)
-			}
+		j, err := decodeJob(b)
+		if err != nil {
+			return nil, fmt.Errorf("list jobs of %s: %w", tenantID, err)
+		}
+		if out = append(out, j); len(out) == limit {
+			break
 		}
 	}
 	return out, nil
@@ -203,26 +199,19 @@ func (s *Jobs) Unfinished(ctx context.Context, tenantID, newest, oldest string) 
 	filter := "PartitionKey eq " + quote(tenantID) + " and RowKey ge " + quote(jobPrefix+newest) +
 		" and RowKey le " + quote(jobPrefix+oldest) + " and State ne " + quote(string(batch.Harvested))
 	top := int32(1000)
-	pager := s.t.client.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter, Top: &top})
 	var out []batch.Job
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
+	for b, err := range s.t.entities(ctx, &aztables.ListEntitiesOptions{Filter: &filter, Top: &top}) {
 		if err != nil {
-			if isNotFound(err) {
-				return out, nil
-			}
 			return nil, fmt.Errorf("unfinished jobs of %s: %w", tenantID, err)
 		}
-		for _, b := range page.Entities {
-			j, err := decodeJob(b)
-			if err != nil {
-				return nil, fmt.Errorf("unfinished jobs of %s: %w", tenantID, err)
-			}
-			if j.Tenant != tenantID {
-				continue
-			}
-			out = append(out, j)
+		j, err := decodeJob(b)
+		if err != nil {
+			return nil, fmt.Errorf("unfinished jobs of %s: %w", tenantID, err)
 		}
+		if j.Tenant != tenantID {
+			continue
+		}
+		out = append(out, j)
 	}
 	return out, nil
 }
@@ -234,23 +223,16 @@ func (s *Jobs) Unfinished(ctx context.Context, tenantID, newest, oldest string) 
 func (s *Jobs) CountByState(ctx context.Context) (map[string]int, error) {
 	filter := "RowKey ge 'j:' and RowKey lt 'j;'"
 	sel := "State"
-	pager := s.t.client.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter, Select: &sel})
 	out := map[string]int{}
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
+	for b, err := range s.t.entities(ctx, &aztables.ListEntitiesOptions{Filter: &filter, Select: &sel}) {
 		if err != nil {
-			if isNotFound(err) {
-				return out, nil
-			}
 			return nil, fmt.Errorf("count jobs by state: %w", err)
 		}
-		for _, b := range page.Entities {
-			var e struct{ State string }
-			if err := json.Unmarshal(b, &e); err != nil {
-				return nil, fmt.Errorf("count jobs by state: decode a row: %w", err)
-			}
-			out[e.State]++
+		var e struct{ State string }
+		if err := json.Unmarshal(b, &e); err != nil {
+			return nil, fmt.Errorf("count jobs by state: decode a row: %w", err)
 		}
+		out[e.State]++
 	}
 	return out, nil
 }
@@ -282,26 +264,19 @@ func (s *Jobs) Unmark(ctx context.Context, id string) error {
 // ListActive returns the poller's index: one partition query.
 func (s *Jobs) ListActive(ctx context.Context) ([]batch.ActiveRef, error) {
 	filter := "PartitionKey eq " + quote(activePartition)
-	pager := s.t.client.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter})
 	var out []batch.ActiveRef
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
+	for b, err := range s.t.entities(ctx, &aztables.ListEntitiesOptions{Filter: &filter}) {
 		if err != nil {
-			if isNotFound(err) {
-				return nil, nil
-			}
 			return nil, fmt.Errorf("list active jobs: %w", err)
 		}
-		for _, b := range page.Entities {
-			var e struct {
-				RowKey, Tenant string
-				Since          time.Time
-			}
-			if err := json.Unmarshal(b, &e); err != nil {
-				return nil, fmt.Errorf("decode index entry: %w", err)
-			}
-			out = append(out, batch.ActiveRef{Tenant: e.Tenant, ID: e.RowKey, Since: e.Since})
+		var e struct {
+			RowKey, Tenant string
+			Since          time.Time
 		}
+		if err := json.Unmarshal(b, &e); err != nil {
+			return nil, fmt.Errorf("decode index entry: %w", err)
+		}
+		out = append(out, batch.ActiveRef{Tenant: e.Tenant, ID: e.RowKey, Since: e.Since})
 	}
 	return out, nil
 }

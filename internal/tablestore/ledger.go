@@ -186,22 +186,15 @@ func (l *Ledger) Totals(ctx context.Context, tenantID string, m ledger.Month) (l
 
 func (l *Ledger) scan(ctx context.Context, tenantID string, m ledger.Month, each func(*ledgerEntity)) error {
 	filter := "PartitionKey eq " + quote(Partition(tenantID, m)) + " and RowKey lt " + quote(ledgerRowEnd)
-	pager := l.t.client.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter})
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
+	for b, err := range l.t.entities(ctx, &aztables.ListEntitiesOptions{Filter: &filter}) {
 		if err != nil {
-			if isNotFound(err) { // no table yet: nothing recorded
-				return nil
-			}
 			return fmt.Errorf("read ledger %s: %w", Partition(tenantID, m), err)
 		}
-		for _, b := range page.Entities {
-			var e ledgerEntity
-			if err := json.Unmarshal(b, &e); err != nil {
-				return fmt.Errorf("decode ledger row in %s: %w", Partition(tenantID, m), err)
-			}
-			each(&e)
+		var e ledgerEntity
+		if err := json.Unmarshal(b, &e); err != nil {
+			return fmt.Errorf("decode ledger row in %s: %w", Partition(tenantID, m), err)
 		}
+		each(&e)
 	}
 	return nil
 }

@@ -114,27 +114,20 @@ func (s *Nights) Update(ctx context.Context, n nightly.Night) (nightly.Night, er
 // Unreported returns a tenant's records whose report is not written.
 func (s *Nights) Unreported(ctx context.Context, tenantID string) ([]nightly.Night, error) {
 	filter := fmt.Sprintf("PartitionKey eq %s and Reported eq false", quote(tenantID))
-	pager := s.t.client.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter})
 	var out []nightly.Night
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
+	for b, err := range s.t.entities(ctx, &aztables.ListEntitiesOptions{Filter: &filter}) {
 		if err != nil {
-			if isNotFound(err) {
-				return nil, nil
-			}
 			return nil, fmt.Errorf("list unreported nights: %w", err)
 		}
-		for _, b := range page.Entities {
-			var meta struct {
-				ETag azcore.ETag `json:"odata.etag"`
-			}
-			_ = json.Unmarshal(b, &meta)
-			n, err := decodeNight(b, meta.ETag)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, n)
+		var meta struct {
+			ETag azcore.ETag `json:"odata.etag"`
 		}
+		_ = json.Unmarshal(b, &meta)
+		n, err := decodeNight(b, meta.ETag)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
 	}
 	return out, nil
 }

@@ -348,30 +348,23 @@ func (l *Ledger) Rollups(ctx context.Context, tenantID string, m ledger.Month) (
 func (l *Ledger) rollups(ctx context.Context, tenantID string, m ledger.Month) ([]stored[rollupEntity], error) {
 	pk := Partition(tenantID, m)
 	filter := "PartitionKey eq " + quote(pk) + " and RowKey ge " + quote(rollupPrefix) + " and RowKey lt " + quote(rollupEnd)
-	pager := l.t.client.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter})
 	var out []stored[rollupEntity]
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
+	for b, err := range l.t.entities(ctx, &aztables.ListEntitiesOptions{Filter: &filter}) {
 		if err != nil {
-			if isNotFound(err) {
-				return nil, nil
-			}
 			return nil, fmt.Errorf("read ledger rollups of %s: %w", pk, err)
 		}
-		for _, b := range page.Entities {
-			var s stored[rollupEntity]
-			if err := json.Unmarshal(b, &s.row); err != nil {
-				return nil, fmt.Errorf("decode ledger rollup in %s: %w", pk, err)
-			}
-			var meta struct {
-				ETag string `json:"odata.etag"`
-			}
-			if err := json.Unmarshal(b, &meta); err != nil || meta.ETag == "" {
-				return nil, fmt.Errorf("ledger rollup %s %s carries no ETag", pk, s.row.RowKey)
-			}
-			s.etag, s.found = azcore.ETag(meta.ETag), true
-			out = append(out, s)
+		var s stored[rollupEntity]
+		if err := json.Unmarshal(b, &s.row); err != nil {
+			return nil, fmt.Errorf("decode ledger rollup in %s: %w", pk, err)
 		}
+		var meta struct {
+			ETag string `json:"odata.etag"`
+		}
+		if err := json.Unmarshal(b, &meta); err != nil || meta.ETag == "" {
+			return nil, fmt.Errorf("ledger rollup %s %s carries no ETag", pk, s.row.RowKey)
+		}
+		s.etag, s.found = azcore.ETag(meta.ETag), true
+		out = append(out, s)
 	}
 	return out, nil
 }

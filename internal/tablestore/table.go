@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"net/http"
 	"strings"
 	"sync"
@@ -103,6 +104,29 @@ func hasCode(err error, codes ...aztables.TableErrorCode) bool {
 func isNotFound(err error) bool {
 	var re *azcore.ResponseError
 	return errors.As(err, &re) && re.StatusCode == http.StatusNotFound
+}
+
+// entities yields the entities that opts selects, a page at a time as the
+// service returns them, until the caller stops; a table not created yet
+// holds none. A failure is yielded once, and ends the sequence.
+func (t *table) entities(ctx context.Context, opts *aztables.ListEntitiesOptions) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		pager := t.client.NewListEntitiesPager(opts)
+		for pager.More() {
+			page, err := pager.NextPage(ctx)
+			if err != nil {
+				if !isNotFound(err) {
+					yield(nil, err)
+				}
+				return
+			}
+			for _, b := range page.Entities {
+				if !yield(b, nil) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // isTransactionFailure reports a transaction one of whose operations was

@@ -100,23 +100,16 @@ func (s *Tenants) get(ctx context.Context, id string) (tenant.Tenant, azcore.ETa
 // List returns every tenant, sorted by id.
 func (s *Tenants) List(ctx context.Context) ([]tenant.Tenant, error) {
 	filter := fmt.Sprintf("PartitionKey eq %s and RowKey ge %s and RowKey lt %s", quote(tenantsPartition), quote(tenantPrefix), quote("t;"))
-	pager := s.t.client.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter})
 	var out []tenant.Tenant
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
+	for b, err := range s.t.entities(ctx, &aztables.ListEntitiesOptions{Filter: &filter}) {
 		if err != nil {
-			if isNotFound(err) {
-				return nil, nil
-			}
 			return nil, fmt.Errorf("list tenants: %w", err)
 		}
-		for _, b := range page.Entities {
-			t, err := decodeTenant(b)
-			if err != nil {
-				return nil, fmt.Errorf("list tenants: %w", err)
-			}
-			out = append(out, t)
+		t, err := decodeTenant(b)
+		if err != nil {
+			return nil, fmt.Errorf("list tenants: %w", err)
 		}
+		out = append(out, t)
 	}
 	slices.SortFunc(out, func(a, b tenant.Tenant) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil

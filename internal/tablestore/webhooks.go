@@ -203,23 +203,16 @@ func (s *Webhooks) events(ctx context.Context, filter string) ([]webhook.Event, 
 }
 
 func (s *Webhooks) list(ctx context.Context, filter string, each func([]byte, azcore.ETag) error) error {
-	pager := s.t.client.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter})
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
+	for b, err := range s.t.entities(ctx, &aztables.ListEntitiesOptions{Filter: &filter}) {
 		if err != nil {
-			if isNotFound(err) {
-				return nil
-			}
 			return fmt.Errorf("list webhooks: %w", err)
 		}
-		for _, b := range page.Entities {
-			var meta struct {
-				ETag azcore.ETag `json:"odata.etag"`
-			}
-			_ = json.Unmarshal(b, &meta)
-			if err := each(b, meta.ETag); err != nil {
-				return err
-			}
+		var meta struct {
+			ETag azcore.ETag `json:"odata.etag"`
+		}
+		_ = json.Unmarshal(b, &meta)
+		if err := each(b, meta.ETag); err != nil {
+			return err
 		}
 	}
 	return nil
