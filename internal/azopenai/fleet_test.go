@@ -196,6 +196,9 @@ type fleetFigures struct {
 func runFleet(tb testing.TB, e *fleetEnv, steps []fleetStep, total, warm time.Duration) (shared, static fleetFigures, opsPerCall float64) {
 	tb.Helper()
 	start := e.clock.Now()
+	// The fleet runs on a scaled clock (virtual minutes in real
+	// milliseconds) with real goroutines, leases and HTTP calls: the pause
+	// until the next step is the run itself, what the figures measure.
 	until := func(d time.Duration) { time.Sleep(e.clock.Real(start.Add(d).Sub(e.clock.Now()))) }
 	var running []*fleetProc
 	var results []fleetInstanceResult

@@ -21,6 +21,7 @@ import (
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/batchfile"
 	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/testing/poll"
 )
 
 const benchMaxPeakRSSMB = 100
@@ -134,20 +135,17 @@ func rawCopy(tb testing.TB, e *env, raw *azblob.Client, fileID, name string) int
 // waitBatch waits until the simulator's batch is finished with its files.
 func waitBatch(tb testing.TB, e *env, id string) azopenai.Batch {
 	tb.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		bt, err := e.azure.GetBatch(context.Background(), id)
-		if err != nil {
+	var bt azopenai.Batch
+	if !poll.Within(2*time.Minute, func() bool {
+		var err error
+		if bt, err = e.azure.GetBatch(context.Background(), id); err != nil {
 			tb.Fatal(err)
 		}
-		if bt.FilesReady() {
-			return bt
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("batch %s still %s", id, bt.Status)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return bt.FilesReady()
+	}) {
+		tb.Fatalf("batch %s still %s", id, bt.Status)
 	}
+	return bt
 }
 
 // seedActive records n jobs whose one part is submitted to the simulator.

@@ -13,6 +13,7 @@ import (
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/tablestore"
+	"github.com/offpath/offpath/internal/testing/poll"
 )
 
 // afterCreate calls hook once a create has returned a batch, before the
@@ -205,13 +206,9 @@ func (e *env) killWhen(cond func(aoaisim.State) bool) {
 		defer close(done)
 		_, _ = e.service().Poll(ctx)
 	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond(e.sim.State()) {
-		if time.Now().After(deadline) {
-			kill()
-			e.t.Fatal("the tick never reached the point of the kill")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !poll.Within(20*time.Second, func() bool { return cond(e.sim.State()) }) {
+		kill()
+		e.t.Fatal("the tick never reached the point of the kill")
 	}
 	kill()
 	<-done
@@ -230,13 +227,10 @@ func (e *env) onlyJob() string {
 // waitBatchEnd waits until Azure's batch has ended with its files.
 func (e *env) waitBatchEnd(id string) {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for b, _ := e.azure.GetBatch(context.Background(), id); !b.FilesReady(); b, _ = e.azure.GetBatch(context.Background(), id) {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("batch %s did not finish", id)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(e.t, 20*time.Second, "batch "+id+" to finish", func() bool {
+		b, _ := e.azure.GetBatch(context.Background(), id)
+		return b.FilesReady()
+	})
 }
 
 // wantAzureUsage checks that the tenant's ledger rows on a deployment hold

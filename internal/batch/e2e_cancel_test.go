@@ -19,6 +19,7 @@ import (
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/testing/apptest"
+	"github.com/offpath/offpath/internal/testing/poll"
 )
 
 const (
@@ -69,19 +70,17 @@ func TestEndToEnd_RescoreCancelledHalfWay(t *testing.T) {
 			Completed int `json:"completed"`
 		} `json:"request_counts"`
 	}
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	if !poll.Within(90*time.Second, func() bool {
 		s.Do(http.MethodGet, "/api/v1/batches/"+j.ID, "contoso", nil, &view)
 		if view.RequestCounts.Completed >= 1000 {
-			break
+			return true
 		}
 		if view.State != batch.Accepted && view.State != batch.Held && view.State != batch.Submitted {
 			t.Fatalf("job reached %s before the test could cancel it", view.State)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Azure did not run 1,000 lines within 90 s: %+v", view)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("Azure did not run 1,000 lines within 90 s: %+v", view)
 	}
 	if st := s.Do(http.MethodPost, "/api/v1/batches/"+j.ID+"/cancel", "fabrikam", nil, nil); st != http.StatusNotFound {
 		t.Errorf("another tenant's cancel: %d, want 404", st)
@@ -96,13 +95,11 @@ func TestEndToEnd_RescoreCancelledHalfWay(t *testing.T) {
 		t.Errorf("second cancel while cancelling: %d, want 202", st)
 	}
 
-	deadline = time.Now().Add(90 * time.Second)
-	for j.State != batch.Harvested {
-		if time.Now().After(deadline) {
-			t.Fatalf("not harvested within 90 s of the cancel: %s", j.State)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !poll.Within(90*time.Second, func() bool {
 		s.Do(http.MethodGet, "/api/v1/batches/"+j.ID, "contoso", nil, &j)
+		return j.State == batch.Harvested
+	}) {
+		t.Fatalf("not harvested within 90 s of the cancel: %s", j.State)
 	}
 	harvestedAt := time.Now()
 	if j.Final != batch.Cancelled {

@@ -13,6 +13,7 @@ import (
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/testing/apptest"
+	"github.com/offpath/offpath/internal/testing/poll"
 )
 
 type jobJSON struct {
@@ -60,8 +61,7 @@ func TestEndToEnd_TwoTenantsThroughTheDevHost(t *testing.T) {
 		ids[tn] = j.ID
 	}
 	seen := map[batch.State]bool{}
-	deadline := time.Now().Add(120 * time.Second)
-	for {
+	if !poll.Within(120*time.Second, func() bool {
 		done := 0
 		for tn, id := range ids {
 			var j jobJSON
@@ -71,13 +71,9 @@ func TestEndToEnd_TwoTenantsThroughTheDevHost(t *testing.T) {
 				done++
 			}
 		}
-		if done == len(ids) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not harvested after 120 s; states seen %v", seen)
-		}
-		time.Sleep(30 * time.Millisecond)
+		return done == len(ids)
+	}) {
+		t.Fatalf("not harvested after 120 s; states seen %v", seen)
 	}
 	held := 0
 	for tn, id := range ids {
@@ -166,18 +162,17 @@ func TestEndToEnd_KillMidHarvest(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("job never reached its harvest: %s", stored.State)
 		}
+		// A fixed short pause, not poll's doubling one: the harvest's
+		// window for the kill lasts only so long, and a pause grown to
+		// 100 ms could step over it.
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Logf("killed the handler mid-harvest (copies recorded: %v)", copied)
-	for {
+	if !poll.Within(time.Until(deadline), func() bool {
 		s.Do(http.MethodGet, "/api/v1/batches/"+j.ID, "contoso", nil, &j)
-		if j.State == batch.Harvested {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not harvested after the restart: %s", j.State)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return j.State == batch.Harvested
+	}) {
+		t.Fatalf("not harvested after the restart: %s", j.State)
 	}
 	if j.Outcomes.OK != 12000 {
 		t.Errorf("outcomes %+v, want 12000 ok", j.Outcomes)

@@ -14,6 +14,7 @@ import (
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/testing/poll"
 )
 
 // TestExactlyOnce_ConcurrentPollers runs four pollers at once, as a
@@ -121,13 +122,7 @@ func TestExactlyOnce_CrashMidHarvest(t *testing.T) {
 			j := e.submit("contoso", items(10, "k"))
 			e.pollUntil(20*time.Second, func(j batch.Job) bool { return j.Parts[0].Status == batch.PartSubmitted }, j.ID)
 			// Wait for the batch to end at Azure, then crash one harvest.
-			deadline := time.Now().Add(20 * time.Second)
-			for b, _ := e.azure.GetBatch(context.Background(), e.get(j.ID).Parts[0].BatchID); !b.FilesReady(); b, _ = e.azure.GetBatch(context.Background(), b.ID) {
-				if time.Now().After(deadline) {
-					t.Fatal("batch did not finish")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			e.waitBatchEnd(e.get(j.ID).Parts[0].BatchID)
 			ctx, crash := context.WithCancel(e.ctx())
 			cb := &crashingBlobs{Store: e.blobs, crash: crash}
 			cl := &crashingLedger{Ledger: e.ledger, crash: crash}
@@ -196,20 +191,11 @@ func TestLateHarvest_OutputExpired(t *testing.T) {
 	j := e.submit("contoso", items(8, "late"))
 	e.pollUntil(20*time.Second, func(j batch.Job) bool { return j.Parts[0].Status == batch.PartSubmitted }, j.ID)
 	id := e.get(j.ID).Parts[0].BatchID
-	deadline := time.Now().Add(20 * time.Second)
-	for b, _ := e.azure.GetBatch(context.Background(), id); !b.FilesReady(); b, _ = e.azure.GetBatch(context.Background(), id) {
-		if time.Now().After(deadline) {
-			t.Fatal("batch did not finish")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	e.waitBatchEnd(id)
 	e.sim.Clock().Advance(31 * 24 * time.Hour) // past output_expires_after
-	deadline = time.Now().Add(10 * time.Second)
-	for len(e.sim.State().Files) > 1 { // the input file has its own expiry
-		if time.Now().After(deadline) {
-			t.Fatalf("simulator still has files %+v", e.sim.State().Files)
-		}
-		time.Sleep(20 * time.Millisecond)
+	// The input file has its own expiry: only it is left.
+	if !poll.Within(10*time.Second, func() bool { return len(e.sim.State().Files) <= 1 }) {
+		t.Fatalf("simulator still has files %+v", e.sim.State().Files)
 	}
 	got := e.pollUntil(20*time.Second, harvested, j.ID)[j.ID]
 	res := e.check(got, map[batch.Outcome]int{batch.FailedOutcome: 8})

@@ -29,6 +29,7 @@ import (
 	"github.com/offpath/offpath/internal/tenant"
 	"github.com/offpath/offpath/internal/testing/alerttest"
 	"github.com/offpath/offpath/internal/testing/apptest"
+	"github.com/offpath/offpath/internal/testing/poll"
 )
 
 // One Azurite serves the package's tests; they keep apart by table and
@@ -209,29 +210,26 @@ func items(n int, prefix string) []batch.Item {
 func (e *env) pollUntil(timeout time.Duration, cond func(j batch.Job) bool, ids ...string) map[string]batch.Job {
 	e.t.Helper()
 	ctx := e.ctx()
-	deadline := time.Now().Add(timeout)
-	for {
+	var got map[string]batch.Job
+	if !poll.Within(timeout, func() bool {
 		if _, err := e.svc.Poll(ctx); err != nil {
 			e.t.Fatalf("Poll: %v", err)
 		}
-		got := map[string]batch.Job{}
+		got = map[string]batch.Job{}
 		all := true
 		for _, id := range ids {
 			j := e.get(id)
 			got[id] = j
 			all = all && cond(j)
 		}
-		if all {
-			return got
+		return all
+	}) {
+		for id, j := range got {
+			e.t.Logf("job %s: state %s parts %+v", id, j.State, j.Parts)
 		}
-		if time.Now().After(deadline) {
-			for id, j := range got {
-				e.t.Logf("job %s: state %s parts %+v", id, j.State, j.Parts)
-			}
-			e.t.Fatalf("jobs not there after %v", timeout)
-		}
-		time.Sleep(20 * time.Millisecond)
+		e.t.Fatalf("jobs not there after %v", timeout)
 	}
+	return got
 }
 
 func harvested(j batch.Job) bool { return j.State == batch.Harvested }

@@ -59,13 +59,9 @@ func TestE2E_KillsMeterEveryAttempt(t *testing.T) {
 			if err := s.sim.SetFaults([]aoaisim.FaultRule{{Route: "embeddings", HangRate: 1}, {Route: "chat", HangRate: 1}}); err != nil {
 				t.Fatal(err)
 			}
-			deadline := time.Now().Add(30 * time.Second)
-			for s.sim.Stats().InFlight != 0 || !s.meteredEqualsServed() {
-				if time.Now().After(deadline) {
-					served, metered, _ := s.servedAndMetered()
-					t.Fatalf("kill %d: not every answered call is metered: %d in flight, served %v, ledger %v", k+1, s.sim.Stats().InFlight, served, metered)
-				}
-				time.Sleep(50 * time.Millisecond)
+			if !poll.Within(30*time.Second, func() bool { return s.sim.Stats().InFlight == 0 && s.meteredEqualsServed() }) {
+				served, metered, _ := s.servedAndMetered()
+				t.Fatalf("kill %d: not every answered call is metered: %d in flight, served %v, ledger %v", k+1, s.sim.Stats().InFlight, served, metered)
 			}
 			if _, _, unfinished := s.servedAndMetered(); hit || unfinished > 0 {
 				hit = true
