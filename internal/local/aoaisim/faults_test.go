@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/testing/poll"
 	"github.com/openai/openai-go/v3"
 )
 
@@ -95,7 +96,10 @@ func TestFaults_ResetHangLatency(t *testing.T) {
 			}},
 		{"hang", aoaisim.FaultRule{Deployment: chatDep, HangRate: 1}, 3,
 			func(t *testing.T, s *sim, failures int, _ time.Duration) {
-				if failures != 3 || s.srv.Stats().FaultHangs != 3 {
+				// A slow machine's client can give up on a call before the
+				// server has taken it in and counted it: wait for the count.
+				counted := poll.Within(10*time.Second, func() bool { return s.srv.Stats().FaultHangs == 3 })
+				if failures != 3 || !counted {
 					t.Errorf("hangs = %d (stats %d), want 3", failures, s.srv.Stats().FaultHangs)
 				}
 			}},
