@@ -67,10 +67,16 @@ func newBatch(cfg config.Handler, s *services, t tenancy, logger zerolog.Logger)
 	if t.prom != nil {
 		decisions = t.prom
 	}
+	var sync batch.Sync
+	if m, err := s.Models(t, logger); err != nil {
+		return nil, err
+	} else if m != nil {
+		sync = m.fallback
+	}
 	svc, err := batch.New(batch.Options{
 		Jobs: jobs, Blobs: store,
 		Azure: azure, Ledger: t.ledger, Budgets: ledger.NewBudgets(t.ledger), Catalog: cfg.Catalog,
-		Alerts: alerts, Quota: b.Quota, CoolOff: b.CoolOff, CoolOffFailures: b.CoolOffFailures, Decisions: decisions,
+		Alerts: alerts, Quota: b.Quota, CoolOff: b.CoolOff, CoolOffFailures: b.CoolOffFailures, Decisions: decisions, Sync: sync,
 		PollInterval: b.PollInterval, LeaseTTL: b.LeaseTTL, Concurrency: b.Concurrency,
 		BackoffBase: b.BackoffBase, HeldAlert: b.HeldAlert, OverdueMargin: b.OverdueMargin, OutputExpiry: azopenai.DefaultOutputExpiry,
 		Announcer: webhook.NewAnnouncer(t.webhooks, nil),

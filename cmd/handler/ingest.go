@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/chunk"
 	"github.com/offpath/offpath/internal/claimcheck"
@@ -16,7 +14,6 @@ import (
 	"github.com/offpath/offpath/internal/ingest"
 	"github.com/offpath/offpath/internal/invoke"
 	"github.com/offpath/offpath/internal/ratelimit"
-	"github.com/offpath/offpath/internal/tablestore"
 )
 
 // registerIngest registers the queue path's functions. When the queue path
@@ -74,17 +71,11 @@ func newIngest(cfg config.Handler, s *services, t tenancy, logger zerolog.Logger
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	tables := t.tables
-	var cred azcore.TokenCredential
-	if cfg.AOAI.APIKey == "" {
-		if cred, err = s.credential(cfg.AOAI.ClientID); err != nil {
-			return nil, nil, nil, fmt.Errorf("azure openai credential: %w", err)
-		}
-	}
-	models, limits, fleet, err := newModels(cfg.AOAI, cred, alias.Queue.Name, tablestore.NewRateLimits(tables, ""), logger)
+	m, err := s.Models(t, logger)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	models, limits, fleet := m.client, m.limits, m.fleet
 	o := ingest.Options{
 		Rules: rules, Catalog: cfg.Catalog, Alias: in.Alias, Tenants: t.tenants,
 		Statuses: t.docs, Ledger: t.ledger, Models: models, Blobs: ingest.BlobStore(store),
@@ -106,43 +97,4 @@ func newIngest(cfg config.Handler, s *services, t tenancy, logger zerolog.Logger
 		Interface("limits", limits).Bool("shared_quota", fleet != nil).Dur("budget_ms", in.Budget).Int64("heavy_threshold", in.HeavyThreshold).
 		Int64("max_document_bytes", in.MaxDocumentBytes).Msg("queue path ready")
 	return enq, proc, fleet, nil
-}
-
-// newModels builds the model client and its per-deployment rate limiter
-// (shared by every invocation of this process), and, when the quota is
-// shared, the fleet that leases this instance's part of it from leases.
-// cred authenticates without an API key. limits are the static
-// per-instance shares.
-func newModels(a config.AOAI, cred azcore.TokenCredential, chat string, leases ratelimit.LeaseStore, logger zerolog.Logger) (*azopenai.QueueClient, map[string]ratelimit.Limits, *ratelimit.Fleet, error) {
-	limits, quotas := map[string]ratelimit.Limits{}, map[string]ratelimit.Limits{}
-	for name, l := range a.Limits {
-		limits[name] = ratelimit.Limits{TPM: l.TPM, RPM: l.RPM}
-	}
-	for name, q := range a.Quotas {
-		if q.TPM > 0 && q.RPM > 0 {
-			quotas[name] = ratelimit.Limits{TPM: q.TPM, RPM: q.RPM}
-		}
-	}
-	if a.ChatTPM > 0 || a.ChatRPM > 0 {
-		limits[chat] = ratelimit.Limits{TPM: a.ChatTPM, RPM: a.ChatRPM}
-	}
-	var limiter azopenai.Limiter
-	var fleet *ratelimit.Fleet
-	if len(limits) > 0 {
-		set, err := ratelimit.NewSet(limits, ratelimit.Options{})
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		limiter = set
-		if *a.SharedQuota && len(quotas) > 0 {
-			fleet, err = ratelimit.NewFleet(set, quotas, limits, leases, ratelimit.FleetOptions{Renew: a.LeaseRenew, TTL: a.LeaseTTL}, logger)
-			if err != nil {
-				return nil, nil, nil, err
-			}
-		}
-	}
-	c := azopenai.QueueConfig{Endpoint: a.Endpoint, APIVersion: a.APIVersion, APIKey: a.APIKey.Reveal(), Credential: cred, AllowHTTP: true,
-		MaxAttempts: a.MaxAttempts, BaseBackoff: a.BaseBackoff, MaxBackoff: a.MaxBackoff}
-	client, err := azopenai.NewQueueClient(c, limiter, logger)
-	return client, limits, fleet, err
 }

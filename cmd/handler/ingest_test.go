@@ -29,11 +29,11 @@ func TestNewModels_SharesTheQuotasItKnows(t *testing.T) {
 			t.Parallel()
 			a := tt.aoai
 			a.Endpoint, a.APIKey = "http://127.0.0.1:1", "k"
-			_, _, fleet, err := newModels(a, nil, "gpt-4o-mini", nil, zerolog.Nop())
+			m, err := newModels(a, nil, "gpt-4o-mini", nil, zerolog.Nop())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if (fleet != nil) != tt.shared {
+			if fleet := m.fleet; (fleet != nil) != tt.shared {
 				t.Errorf("newModels(%+v) shares the quota: %v, want %v", tt.aoai, fleet != nil, tt.shared)
 			}
 		})

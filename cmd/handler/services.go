@@ -22,6 +22,7 @@ type services struct {
 	creds  map[string]azcore.TokenCredential
 	tables *aztables.ServiceClient
 	blobs  *azblob.Client
+	models *models
 	// built counts what was constructed, by kind ("credential", "tables",
 	// "blobs"): each is built once, whatever number of flows use it.
 	built map[string]int

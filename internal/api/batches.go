@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -55,6 +56,8 @@ type submitRequest struct {
 	Items          []batch.Item      `json:"items"`
 	InputBlob      string            `json:"input_blob"`
 	Urgent         bool              `json:"urgent"`
+	// CompleteBy is when the answers are needed (RFC 3339).
+	CompleteBy *time.Time `json:"complete_by"`
 }
 
 func (s *Server) submitBatch(w http.ResponseWriter, r *http.Request, p auth.Principal) {
@@ -91,7 +94,8 @@ func (s *Server) submitBatch(w http.ResponseWriter, r *http.Request, p auth.Prin
 	job, replayed, err := s.o.Batches.Submit(r.Context(), t, batch.Request{
 		Alias: req.Alias, SystemPrompt: req.SystemPrompt, MaxTokens: req.MaxTokens, Metadata: req.Metadata,
 		IdempotencyKey: key, Fingerprint: hex.EncodeToString(sum[:]), Items: req.Items, InputBlob: req.InputBlob,
-		Urgent: req.Urgent,
+		Urgent:     req.Urgent,
+		CompleteBy: derefTime(req.CompleteBy),
 	})
 	if err != nil {
 		batchFail(w, r, err)

@@ -24,6 +24,8 @@ type jobView struct {
 	Urgent          bool              `json:"urgent,omitempty"`
 	Created         time.Time         `json:"created"`
 	Updated         time.Time         `json:"updated"`
+	// CompleteBy is when the tenant needs the answers.
+	CompleteBy *time.Time `json:"complete_by,omitempty"`
 	// ExpectedBy is when the last submitted part's completion window ends.
 	ExpectedBy *time.Time `json:"expected_by,omitempty"`
 	// Finished is when the last part ended; Harvested when its results and
@@ -62,6 +64,50 @@ type partView struct {
 	ExpectedBy    *time.Time             `json:"expected_by,omitempty"`
 	Finished      *time.Time             `json:"finished,omitempty"`
 	Harvested     *time.Time             `json:"harvested,omitempty"`
+	Fallback      *fallbackView          `json:"fallback,omitempty"`
+}
+
+// fallbackView is a part's run through the synchronous deployment, for
+// its job's complete_by.
+type fallbackView struct {
+	Reason     string         `json:"reason"`
+	Detail     string         `json:"detail"`
+	Started    time.Time      `json:"started"`
+	Deployment string         `json:"deployment"`
+	Price      *catalog.Price `json:"price,omitempty"`
+	// Items are those its batch did not answer, Done of them answered so
+	// far; FromBatch those its batch answered.
+	Items     int              `json:"items"`
+	Done      int              `json:"done"`
+	FromBatch int64            `json:"from_batch"`
+	Usage     ledger.UsageView `json:"usage"`
+	Finished  *time.Time       `json:"finished,omitempty"`
+}
+
+func derefTime(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
+// viewFallback renders f, its cost at the synchronous price.
+func (s *Server) viewFallback(alias string, f *batch.Fallback) *fallbackView {
+	if f == nil {
+		return nil
+	}
+	v := &fallbackView{Reason: f.Reason, Detail: f.Detail, Started: f.StartedAt, Deployment: f.Deployment,
+		Items: f.Items, Done: f.Done, FromBatch: f.FromBatch, Finished: timePtr(f.FinishedAt)}
+	u := f.Usage
+	v.Usage = ledger.UsageView{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens,
+		ReasoningTokens: u.ReasoningTokens, TotalTokens: u.PromptTokens + u.CompletionTokens, Requests: u.Requests, Refusals: u.Refusals}
+	if s.o.Catalog != nil {
+		if price, err := s.o.Catalog.Price(alias, catalog.Queue, f.Deployment); err == nil {
+			v.Price = &price
+			v.Usage.Cost = price.Cost(u.PromptTokens, u.CachedTokens, u.CompletionTokens)
+		}
+	}
+	return v
 }
 
 type partError struct {
@@ -87,7 +133,7 @@ func (s *Server) viewJob(j *batch.Job) jobView {
 	v := jobView{ID: j.ID, State: j.State, Final: j.Final, Alias: j.Alias, Items: j.Items, Source: j.Source,
 		Metadata: j.Metadata, IdempotencyKey: j.IdempotencyKey, EstimatedTokens: j.EstimatedTokens,
 		CancelRequested: j.CancelRequested, Urgent: j.Urgent, Created: j.Created, Updated: j.Updated, Harvested: timePtr(j.HarvestedAt),
-		Outcomes: j.Counts(), Parts: make([]partView, len(j.Parts)),
+		Outcomes: j.Counts(), Parts: make([]partView, len(j.Parts)), CompleteBy: timePtr(j.CompleteBy),
 		Links: jobLinks{Self: self, Results: self + "/results", Cancel: self + "/cancel"}}
 	var expected, finished time.Time
 	ended := true
@@ -108,6 +154,10 @@ func (s *Server) viewJob(j *batch.Job) jobView {
 		} else {
 			pv.HeldReason = ""
 		}
+		pv.Fallback = s.viewFallback(j.Alias, p.Fallback)
+		if pv.Fallback != nil {
+			cost += pv.Fallback.Usage.Cost
+		}
 		for _, e := range p.Errors {
 			pv.Errors = append(pv.Errors, partError{Code: e.Code, Message: e.Message})
 		}
@@ -118,7 +168,7 @@ func (s *Server) viewJob(j *batch.Job) jobView {
 		if p.AzureExpiry.After(expected) {
 			expected = p.AzureExpiry
 		}
-		if p.Status == batch.PartPending || p.Status == batch.PartSubmitted {
+		if p.Status == batch.PartPending || p.Status == batch.PartSubmitted || p.Status == batch.PartFallback {
 			ended = false
 		} else if p.FinishedAt.After(finished) {
 			finished = p.FinishedAt
