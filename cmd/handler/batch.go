@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/rs/zerolog"
@@ -16,6 +17,7 @@ import (
 	"github.com/offpath/offpath/internal/config"
 	"github.com/offpath/offpath/internal/invoke"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/ncrontab"
 	"github.com/offpath/offpath/internal/nightly"
 	"github.com/offpath/offpath/internal/report"
 	"github.com/offpath/offpath/internal/tablestore"
@@ -96,6 +98,7 @@ func newBatch(cfg config.Handler, s *services, t tenancy, logger zerolog.Logger)
 		Blobs:  blobstore.New(blobs, blobstore.Options{BlockSize: nightly.BlockSize}),
 		Ledger: t.ledger, Alerts: alerts, Renderer: renderer, Tenant: n.Tenant, Alias: n.Alias,
 		SystemPrompt: n.SystemPrompt, MaxTokens: n.MaxTokens, Reports: n.ReportsContainer,
+		ReportDeadline: reportDeadline(n.ReportDeadline), Catalog: cfg.Catalog,
 	})
 	if err != nil {
 		return nil, err
@@ -139,4 +142,13 @@ func pollBatches(b *batchPath) invoke.Func {
 		}
 		return invoke.Result{}, nil
 	}
+}
+
+// reportDeadline is the report deadline timer's next firing after a
+// moment, or nil without a schedule.
+func reportDeadline(s ncrontab.Schedule) func(time.Time) time.Time {
+	if s.IsZero() {
+		return nil
+	}
+	return s.Next
 }

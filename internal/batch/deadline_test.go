@@ -205,7 +205,8 @@ func TestDeadline_CancelledMidRunCombinesSources(t *testing.T) {
 		t.Fatalf("fallback %+v", p.Fallback)
 	}
 	fromBatch, fromSync := e.checkSources(done)
-	t.Logf("%d items from the batch, %d from the fallback", fromBatch, fromSync)
+	t.Logf("%d items from the batch, %d from the fallback; %v from the deadline risk to the last fallback item",
+		fromBatch, fromSync, p.Fallback.FinishedAt.Sub(p.Fallback.StartedAt).Round(time.Millisecond))
 	if fromBatch < 5 || fromSync == 0 || int64(fromBatch) != p.Fallback.FromBatch || fromSync != p.Fallback.Items {
 		t.Errorf("%d from the batch, %d from the fallback; fallback says %+v", fromBatch, fromSync, p.Fallback)
 	}

@@ -6,13 +6,16 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/offpath/offpath/internal/ncrontab"
 )
 
 // Nightly configures the platform's scheduled batch work: the nightly
 // ticket summaries, the morning report and the second-door audit. It is
 // set whenever Batch is. The timers' schedules are not the handler's: the
 // host reads OFFPATH_TICKETS_SCHEDULE, OFFPATH_REPORT_DEADLINE_SCHEDULE and
-// OFFPATH_AUDIT_SCHEDULE (NCRONTAB, UTC) from the functions' bindings.
+// OFFPATH_AUDIT_SCHEDULE (NCRONTAB, UTC) from the functions' bindings; the
+// handler reads the report deadline's too, for the day's job's deadline.
 type Nightly struct {
 	// Tenant is OFFPATH_TICKETS_TENANT (default "support"): the tenant the
 	// summaries run and are billed for. Alias is OFFPATH_TICKETS_ALIAS
@@ -34,6 +37,10 @@ type Nightly struct {
 	// AuditMinAge is OFFPATH_AUDIT_MIN_AGE (default 1h): the audit never
 	// deletes an Azure file younger than this.
 	AuditMinAge *time.Duration `json:"audit_min_age"`
+	// ReportDeadline is OFFPATH_REPORT_DEADLINE_SCHEDULE, the report
+	// deadline timer's schedule (NCRONTAB): the day's job is submitted
+	// with complete_by shortly before its next firing. Zero: no deadline.
+	ReportDeadline ncrontab.Schedule `json:"-"`
 }
 
 // parseNightly reads the scheduled work's settings (only with a batch
@@ -58,6 +65,13 @@ func (c *Handler) parseNightly(getenv func(string) string) []error {
 			errs = append(errs, fmt.Errorf("OFFPATH_AUDIT_MIN_AGE %q: must be a duration ≥ 0", s))
 		} else {
 			n.AuditMinAge = &v
+		}
+	}
+	if v := getenv("OFFPATH_REPORT_DEADLINE_SCHEDULE"); v != "" {
+		if sch, err := ncrontab.Parse(v); err != nil {
+			errs = append(errs, fmt.Errorf("OFFPATH_REPORT_DEADLINE_SCHEDULE %q: %w", v, err))
+		} else {
+			n.ReportDeadline = sch
 		}
 	}
 	for _, ct := range []struct{ name, v string }{{"OFFPATH_TICKETS_CONTAINER", n.TicketsContainer}, {"OFFPATH_REPORTS_CONTAINER", n.ReportsContainer}} {

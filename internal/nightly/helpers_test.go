@@ -56,10 +56,14 @@ type env struct {
 	nights  *tablestore.Nights
 	alerts  *alerttest.Recorder
 	batch   *batch.Service
-	opts    nightly.Options
-	svc     *nightly.Service
-	cont    batch.Containers
-	reports string
+	// batchOpts made batch; simURL serves the simulator.
+	batchOpts batch.Options
+	simURL    string
+	catalog   *catalog.Catalog
+	opts      nightly.Options
+	svc       *nightly.Service
+	cont      batch.Containers
+	reports   string
 }
 
 func newEnv(t testing.TB, linesPerMinute float64) *env {
@@ -72,7 +76,8 @@ func newEnvOn(t testing.TB, conn string, linesPerMinute float64) *env {
 	t.Helper()
 	speed := 600.0
 	sim, err := aoaisim.New(aoaisim.Config{Speed: &speed, Batch: aoaisim.BatchConfig{LinesPerMinute: linesPerMinute},
-		Deployments: []aoaisim.Deployment{{Name: "gpt-4o-mini-batch", Model: "gpt-4o-mini", ModelVersion: "2024-07-18", Type: aoaisim.TypeGlobalBatch}}}, zerolog.Nop())
+		Deployments: []aoaisim.Deployment{{Name: "gpt-4o-mini-batch", Model: "gpt-4o-mini", ModelVersion: "2024-07-18", Type: aoaisim.TypeGlobalBatch},
+			{Name: "gpt-4o-mini", Model: "gpt-4o-mini", ModelVersion: "2024-07-18", Type: aoaisim.TypeStandard}}}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,9 +124,11 @@ func newEnvOn(t testing.TB, conn string, linesPerMinute float64) *env {
 	if err := tenants.Create(context.Background(), sup); err != nil {
 		t.Fatal(err)
 	}
-	e.batch, err = batch.New(batch.Options{Jobs: e.jobs, Blobs: e.store, Azure: azure, Ledger: e.ledger, Budgets: ledger.NewBudgets(e.ledger),
+	e.simURL, e.catalog = ts.URL, cat
+	e.batchOpts = batch.Options{Jobs: e.jobs, Blobs: e.store, Azure: azure, Ledger: e.ledger, Budgets: ledger.NewBudgets(e.ledger),
 		Catalog: cat, Alerts: e.alerts, Containers: e.cont, PollInterval: time.Nanosecond, LeaseTTL: 3 * time.Second,
-		BackoffBase: 50 * time.Millisecond, BackoffMax: 200 * time.Millisecond})
+		BackoffBase: 50 * time.Millisecond, BackoffMax: 200 * time.Millisecond}
+	e.batch, err = batch.New(e.batchOpts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/offpath/offpath/internal/alert"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/blobstore"
+	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/report"
 )
@@ -148,7 +149,7 @@ func (s *Service) build(ctx context.Context, n Night, job *batch.Job) (*report.R
 	if err := s.joinResults(ctx, job, rep, at); err != nil {
 		return nil, err
 	}
-	if rep.Usage, err = s.usage(ctx, job); err != nil {
+	if rep.Usage, err = s.usage(ctx, job, &rep.Fallback); err != nil {
 		return nil, err
 	}
 	return rep, nil
@@ -175,6 +176,9 @@ func (s *Service) joinResults(ctx context.Context, job *batch.Job, rep *report.R
 		}
 		it := &rep.Items[i]
 		it.Outcome, it.Summary, it.Reason = outcomeOf(&l)
+		if l.Source == batch.SourceSync {
+			rep.Fallback.Items++
+		}
 	}
 }
 
@@ -209,21 +213,38 @@ func outcomeOf(l *batch.ResultLine) (report.Outcome, string, string) {
 	return report.Failed, "", errText("failed")
 }
 
-// usage sums the ledger rows of the job's parts: the report's cost and
-// tokens are the ledger's, not a recomputation.
-func (s *Service) usage(ctx context.Context, job *batch.Job) (ledger.Usage, error) {
+// usage sums the ledger rows of the job's parts and of the items its
+// deadline fallback answered: the report's cost and tokens are the
+// ledger's, not a recomputation. The fallback's extra cost is its rows'
+// cost less what their tokens would have cost at the part's batch price.
+func (s *Service) usage(ctx context.Context, job *batch.Job, fb *report.Fallback) (ledger.Usage, error) {
+	var u ledger.Usage
 	entries, err := s.o.Ledger.Month(ctx, job.Tenant, job.Month())
 	if err != nil {
-		return ledger.Usage{}, fmt.Errorf("read the ledger: %w", err)
+		return u, fmt.Errorf("read the ledger: %w", err)
 	}
-	units := map[string]bool{}
+	units := map[string]string{} // unit → the part's batch deployment
 	for i := range job.Parts {
-		units[batch.LedgerUnit(job.ID, job.Parts[i].Index)] = true
+		units[batch.LedgerUnit(job.ID, job.Parts[i].Index)] = job.Parts[i].Deployment
 	}
-	var u ledger.Usage
 	for _, e := range entries {
-		if units[e.Unit] {
-			u.Add(e.Usage)
+		unit, fallback := e.Unit, false
+		if i := strings.LastIndex(unit, "/sync-"); i > 0 {
+			unit, fallback = unit[:i], true
+		}
+		dep, ok := units[unit]
+		if !ok {
+			continue
+		}
+		u.Add(e.Usage)
+		if !fallback {
+			continue
+		}
+		fb.Cost += e.Cost
+		if s.o.Catalog != nil {
+			if p, err := s.o.Catalog.Price(job.Alias, catalog.Batch, dep); err == nil {
+				fb.Extra += e.Cost - p.Cost(e.PromptTokens, e.CachedTokens, e.CompletionTokens)
+			}
 		}
 	}
 	return u, nil

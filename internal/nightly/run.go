@@ -83,7 +83,7 @@ func (s *Service) run(ctx context.Context, day time.Time) (Night, error) {
 
 	if res.New > 0 {
 		job, replayed, err := s.o.Batches.Submit(ctx, t, batch.Request{Alias: s.o.Alias, SystemPrompt: s.o.SystemPrompt,
-			MaxTokens: s.o.MaxTokens, InputBlob: prefix + corpusFile, IdempotencyKey: IdempotencyKey(name),
+			MaxTokens: s.o.MaxTokens, InputBlob: prefix + corpusFile, IdempotencyKey: IdempotencyKey(name), CompleteBy: s.completeBy(),
 			Metadata: map[string]string{metaDay: name, metaRun: n.Run}})
 		if err != nil {
 			discard()
@@ -176,4 +176,28 @@ func (s *Service) update(ctx context.Context, n Night, change func(*Night)) (Nig
 			return Night{}, err
 		}
 	}
+}
+
+// completeBy is the day's job's deadline: ReportLead before the next
+// report deadline, and at least the least complete_by the control plane
+// accepts (a run that late makes a late report all the same, as soon as
+// it can). Zero without a report deadline, or with one more than
+// batch.MaxCompleteBy away.
+func (s *Service) completeBy() time.Time {
+	if s.o.ReportDeadline == nil {
+		return time.Time{}
+	}
+	now := s.now()
+	d := s.o.ReportDeadline(now)
+	if d.IsZero() || d.After(now.Add(batch.MaxCompleteBy)) {
+		return time.Time{} // no deadline, or none that a night can mean
+	}
+	return later(d.Add(-s.o.ReportLead), now.Add(batch.MinCompleteBy+time.Minute))
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/offpath/offpath/internal/alert"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/blobstore"
+	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/report"
 	"github.com/offpath/offpath/internal/tenant"
@@ -44,6 +45,9 @@ const (
 	// upload buffers stay small and a night of 50,000 tickets stays well
 	// under 100 MB.
 	BlockSize = 1 << 20
+	// DefaultReportLead is how long before the report deadline the day's
+	// job must be complete: the report is written after the next poll tick.
+	DefaultReportLead = 10 * time.Minute
 )
 
 // Batches is the control plane (package batch's Service).
@@ -106,6 +110,15 @@ type Options struct {
 	Uploads string
 	Reports string
 
+	// ReportDeadline, if set, returns the first report deadline after a
+	// moment (the report-deadline timer's schedule): the day's job is
+	// submitted with complete_by ReportLead before it, so that parts that
+	// cannot finish in time fall back to the synchronous deployment and
+	// the report is written on time whatever Azure does. Catalog prices
+	// what the fallback cost over the batch price, for the report.
+	ReportDeadline func(after time.Time) time.Time
+	ReportLead     time.Duration
+	Catalog        *catalog.Catalog
 	// Now is the clock; Rand names runs.
 	Now  func() time.Time
 	Rand io.Reader
@@ -133,6 +146,9 @@ func New(o Options) (*Service, error) {
 	o.SystemPrompt = cmp.Or(o.SystemPrompt, DefaultSystemPrompt)
 	if o.MaxTokens <= 0 {
 		o.MaxTokens = DefaultMaxTokens
+	}
+	if o.ReportLead <= 0 {
+		o.ReportLead = DefaultReportLead
 	}
 	o.Uploads = cmp.Or(o.Uploads, batch.DefaultUploadsContainer)
 	o.Reports = cmp.Or(o.Reports, DefaultReportsContainer)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/ledger"
 )
 
@@ -52,7 +53,8 @@ type Report struct {
 	// current.
 	Unchanged int
 
-	Usage ledger.Usage
+	Usage    ledger.Usage
+	Fallback Fallback
 }
 
 // Item is one ticket in the job.
@@ -74,6 +76,15 @@ type Skipped struct {
 	Line     int
 	TicketID string
 	Reason   string
+}
+
+// Fallback is what the deadline fallback did for the job: the tickets
+// it summarised synchronously (their usage and cost are in Usage), what
+// they cost, and what that is above the batch price.
+type Fallback struct {
+	Items int
+	Cost  catalog.Money
+	Extra catalog.Money
 }
 
 // validate checks what the renderer relies on, before anything is written.
