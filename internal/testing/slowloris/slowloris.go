@@ -15,7 +15,10 @@ import (
 
 // Result is how the server ended a trickled request.
 type Result struct {
-	// Elapsed runs from the first byte sent to the server's close.
+	// Elapsed runs from the dial to the server's close: never shorter than
+	// the time the server gave the request, whose clock can only start once
+	// the connection is made (timed from the first byte sent, a client
+	// descheduled after its dial would see a server on time as early).
 	Elapsed time.Duration
 	// Response is what the server wrote before closing (maybe nothing).
 	Response string
@@ -37,12 +40,12 @@ func Headers(addr, head string, every, giveUp time.Duration) (Result, error) {
 }
 
 func trickle(addr, atOnce, slowly string, every, giveUp time.Duration) (Result, error) {
+	start := time.Now()
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		return Result{}, err
 	}
 	defer conn.Close()
-	start := time.Now()
 	if _, err := io.WriteString(conn, atOnce); err != nil {
 		return Result{}, err
 	}
