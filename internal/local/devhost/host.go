@@ -27,7 +27,7 @@ type Options struct {
 	// Storage is the connection string of the storage account the host
 	// runs on (Azurite): blob triggers, queue outputs, timer status and the
 	// Service Bus stand-in's queues all live there. The host builds its own
-	// clients and stand-in from it (Blobs and Broker return them).
+	// clients and stand-in from it (Broker returns the stand-in).
 	Storage string
 	// ServiceBus configures the Service Bus stand-in: lock duration, max
 	// delivery count (its Logger is ignored: the host's logger is used).
@@ -140,9 +140,6 @@ func New(opts Options, logger zerolog.Logger) (*Host, error) {
 	}
 	return h, nil
 }
-
-// Blobs is the host's client of its storage account's blobs.
-func (h *Host) Blobs() *azblob.Client { return h.opts.blobs }
 
 // Broker is the host's Service Bus stand-in.
 func (h *Host) Broker() *sbemu.Broker { return h.opts.broker }
