@@ -188,6 +188,9 @@ func (s *Store) DeletePrefix(ctx context.Context, containerName, prefix string) 
 	}
 	var errs []error
 	for _, n := range names {
+		if ctx.Err() != nil { // one error for the rest, not one per blob
+			return errors.Join(append(errs, fmt.Errorf("delete %s/%s*: %w", containerName, prefix, ctx.Err()))...)
+		}
 		if err := s.Delete(ctx, containerName, n); err != nil {
 			errs = append(errs, err)
 		}
