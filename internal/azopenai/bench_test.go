@@ -1,7 +1,6 @@
 package azopenai_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batchfile"
 	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/testing/rss"
 )
 
 // peakSampler records the largest heap in use and resident set seen every
@@ -40,7 +40,9 @@ func samplePeaks() *peakSampler {
 		for {
 			metrics.Read(s)
 			p.heap = max(p.heap, s[0].Value.Uint64())
-			p.rs = max(p.rs, procStatus("VmRSS"))
+			if n, err := rss.Resident(rss.Self); err == nil {
+				p.rs = max(p.rs, uint64(n))
+			}
 			select {
 			case <-p.stop:
 				return
@@ -52,23 +54,6 @@ func samplePeaks() *peakSampler {
 }
 
 func (p *peakSampler) end() { close(p.stop); p.done.Wait() }
-
-// procStatus reads a kB field of /proc/self/status, in bytes (0 elsewhere).
-func procStatus(field string) uint64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
-			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
 
 // BenchmarkWriteUpload100k writes a 100,000-line, ~150 MB input with
 // batchfile and uploads it to the simulator with UploadFile, and in the same
@@ -203,7 +188,7 @@ func BenchmarkWriteUpload100k(b *testing.B) {
 	b.ReportMetric((write+ours).Seconds()/(plainWrite+plain).Seconds(), "total/plain")
 	b.ReportMetric(float64(peaks.heap)/1e6, "peak-heap-MB")
 	b.ReportMetric(float64(peaks.rs)/1e6, "peak-RSS-MB")
-	b.ReportMetric(float64(procStatus("VmHWM"))/1e6, "hwm-RSS-MB")
+	b.ReportMetric(rss.MB(rss.Peak(b, rss.Self)), "hwm-RSS-MB")
 }
 
 // copyFile copies src to a new file dst with io.Copy: the plain write of

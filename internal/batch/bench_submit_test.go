@@ -18,6 +18,7 @@ import (
 
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/testing/rss"
 )
 
 // BenchmarkSubmit takes a corpus of 10,000 and of 100,000 lines (about
@@ -70,7 +71,7 @@ func benchSubmit(b *testing.B, n int) {
 	b.StopTimer()
 	for i := range b.N {
 		debug.FreeOSMemory()
-		resetPeakRSS(b)
+		rss.Reset(b, rss.Self)
 		b.StartTimer()
 		start := time.Now()
 		j, _, err := e.svc.Submit(e.ctx(), e.tenants["contoso"], batch.Request{Alias: "summarize", MaxTokens: 64, InputBlob: "contoso/corpus.jsonl"})
@@ -79,11 +80,11 @@ func benchSubmit(b *testing.B, n int) {
 		if err != nil || j.Items != n || len(j.Parts) != 1 {
 			b.Fatalf("Submit: %v (%d items, %d parts)", err, j.Items, len(j.Parts))
 		}
-		peakSubmit = max(peakSubmit, peakRSSMB(b))
+		peakSubmit = max(peakSubmit, rss.MB(rss.Peak(b, rss.Self)))
 		size = j.Parts[0].Bytes
 
 		debug.FreeOSMemory()
-		resetPeakRSS(b)
+		rss.Reset(b, rss.Self)
 		b.StartTimer()
 		start = time.Now()
 		rep, err := e.svc.Poll(e.ctx())
@@ -92,7 +93,7 @@ func benchSubmit(b *testing.B, n int) {
 		if err != nil || rep.Admitted != 1 {
 			b.Fatalf("admission tick: %+v %v", rep, err)
 		}
-		peakAdmit = max(peakAdmit, peakRSSMB(b))
+		peakAdmit = max(peakAdmit, rss.MB(rss.Peak(b, rss.Self)))
 
 		// The floor, over the same bytes between the same endpoints.
 		stage(b, e, j.Parts[0].InputBlob, local)

@@ -1,7 +1,6 @@
 package batch_test
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +20,7 @@ import (
 	"github.com/offpath/offpath/internal/batchfile"
 	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/testing/poll"
+	"github.com/offpath/offpath/internal/testing/rss"
 )
 
 const benchMaxPeakRSSMB = 100
@@ -82,8 +81,8 @@ func benchHarvest(b *testing.B, n int) {
 
 		ctx := e.ctx() // its own deadline, from here: a busy machine is slow
 		debug.FreeOSMemory()
-		resetPeakRSS(b)
-		before = max(before, procStatusMB(b, "VmRSS"))
+		rss.Reset(b, rss.Self)
+		before = max(before, rss.MB(rss.Current(b, rss.Self)))
 		b.StartTimer()
 		start = time.Now()
 		if _, err := e.svc.Poll(ctx); err != nil {
@@ -91,7 +90,7 @@ func benchHarvest(b *testing.B, n int) {
 		}
 		harvest += time.Since(start)
 		b.StopTimer()
-		peak = max(peak, peakRSSMB(b))
+		peak = max(peak, rss.MB(rss.Peak(b, rss.Self)))
 		got := e.get(j.ID)
 		if got.State != batch.Harvested || got.Counts().OK != int64(n) {
 			b.Fatalf("after the harvest tick: %s, %+v", got.State, got.Counts())
@@ -235,35 +234,3 @@ func cmpErr(a, b error) error {
 type rngReader struct{}
 
 func (rngReader) Read(p []byte) (int, error) { return rand.Read(p) }
-
-// resetPeakRSS resets the kernel's high-water mark of this process's
-// resident set (Linux 4.0+).
-func resetPeakRSS(b *testing.B) {
-	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-		b.Skipf("cannot reset peak RSS: %v", err)
-	}
-}
-
-// peakRSSMB returns VmHWM, the peak resident set since the last reset, in MB.
-func peakRSSMB(b *testing.B) float64 { return procStatusMB(b, "VmHWM") }
-
-// procStatusMB returns a kB field of /proc/self/status in MB.
-func procStatusMB(b *testing.B, field string) float64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		b.Fatalf("read %s: %v", field, err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			if err != nil {
-				b.Fatalf("parse %s %q: %v", field, v, err)
-			}
-			return kb * 1024 / 1e6
-		}
-	}
-	b.Fatalf("no %s in /proc/self/status", field)
-	return 0
-}

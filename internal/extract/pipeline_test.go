@@ -1,7 +1,6 @@
 package extract_test
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/offpath/offpath/internal/chunk"
 	"github.com/offpath/offpath/internal/extract"
+	"github.com/offpath/offpath/internal/testing/rss"
 )
 
 // docBytes is the size of the generated documents of the pipeline checks.
@@ -108,14 +108,12 @@ func BenchmarkPipeline(b *testing.B) {
 	for _, kind := range kinds() {
 		b.Run(kind.String(), func(b *testing.B) {
 			b.SetBytes(docBytes)
-			resetPeakRSS()
+			rss.Reset(b, rss.Self)
 			var chunks int
 			for b.Loop() {
 				_, chunks = pipeline(b, kind, docBytes)
 			}
-			if rss := peakRSS(); rss > 0 {
-				b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MB")
-			}
+			b.ReportMetric(float64(rss.Peak(b, rss.Self))/(1<<20), "peak-RSS-MB")
 			b.ReportMetric(float64(chunks), "chunks")
 		})
 	}
@@ -165,25 +163,5 @@ func TestPipeline_Child(t *testing.T) {
 		t.Skip("run by TestPipeline_PeakRSS")
 	}
 	text, _ := pipeline(t, extract.Kind(k), docBytes)
-	fmt.Printf("pipeline: peak RSS %d text %d\n", peakRSS(), text)
+	fmt.Printf("pipeline: peak RSS %d text %d\n", rss.Peak(t, rss.Self), text)
 }
-
-// peakRSS reads VmHWM from /proc/self/status, in bytes; 0 if unknown.
-func peakRSS() int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
-
-// resetPeakRSS resets VmHWM to the current RSS (Linux clear_refs 5).
-func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }

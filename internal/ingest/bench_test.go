@@ -1,7 +1,6 @@
 package ingest_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -23,6 +22,7 @@ import (
 	"github.com/offpath/offpath/internal/local/azurite"
 	"github.com/offpath/offpath/internal/tablestore"
 	"github.com/offpath/offpath/internal/tenant"
+	"github.com/offpath/offpath/internal/testing/rss"
 )
 
 // forgetful is a status store that never remembers a version as done, so
@@ -237,7 +237,7 @@ func TestProcess_Child(t *testing.T) {
 		t.Skip("run by TestProcess_PeakRSS")
 	}
 	st, result := processBig(t)
-	fmt.Printf("ingest: peak RSS %d chunks %d result %d\n", peakRSS(), st.Chunks, result)
+	fmt.Printf("ingest: peak RSS %d chunks %d result %d\n", rss.Peak(t, rss.Self), st.Chunks, result)
 }
 
 // BenchmarkProcess50MB reports the time and peak RSS of processing one 50
@@ -245,32 +245,12 @@ func TestProcess_Child(t *testing.T) {
 func BenchmarkProcess50MB(b *testing.B) {
 	var st document.Status
 	var result int64
-	resetPeakRSS()
+	rss.Reset(b, rss.Self)
 	for b.Loop() {
 		st, result = processBig(b)
 	}
 	b.SetBytes(bigDocBytes)
-	b.ReportMetric(float64(peakRSS())/(1<<20), "peak-RSS-MB")
+	b.ReportMetric(float64(rss.Peak(b, rss.Self))/(1<<20), "peak-RSS-MB")
 	b.ReportMetric(float64(st.Chunks), "chunks")
 	b.ReportMetric(float64(result)/(1<<20), "result-MB")
 }
-
-// peakRSS reads VmHWM from /proc/self/status, in bytes; 0 if unknown.
-func peakRSS() int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
-
-// resetPeakRSS resets VmHWM to the current RSS (Linux clear_refs 5).
-func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }

@@ -4,14 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +17,7 @@ import (
 
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/tenant"
+	"github.com/offpath/offpath/internal/testing/rss"
 	"github.com/offpath/offpath/internal/testing/ticketstest"
 	"github.com/offpath/offpath/internal/tickets"
 )
@@ -163,11 +160,7 @@ func runNight(b *testing.B, conn string) (nightResult, float64) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		b.Fatalf("the child's result %q: %v", data, err)
 	}
-	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		b.Skip("no rusage for the child process on this system")
-	}
-	return r, float64(ru.Maxrss) * 1024 / 1e6 // Linux: maxrss in kB
+	return r, rss.MB(rss.PeakExited(b, cmd.ProcessState))
 }
 
 // TestBenchNightChild is BenchmarkNight's child process: one night on a
@@ -187,10 +180,7 @@ func TestBenchNightChild(t *testing.T) {
 	ctx, cancel := context.WithTimeout(logger.WithContext(context.Background()), 10*time.Minute)
 	defer cancel()
 
-	before, err := residentBytes()
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := rss.Current(t, rss.Self)
 	start := time.Now()
 	n, err := svc.Run(ctx, day)
 	end := time.Now()
@@ -228,21 +218,6 @@ func TestBenchNightChild(t *testing.T) {
 			t.Logf("delete container %s: %v", name, err)
 		}
 	}
-}
-
-// residentBytes returns the process's resident set (VmRSS).
-func residentBytes() (int64, error) {
-	status, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.Lines(string(status)) {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, errors.New("no VmRSS in /proc/self/status")
 }
 
 // timedBatches notes when Run's Submit starts and returns.

@@ -12,6 +12,7 @@ import (
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/local/devhost"
 	"github.com/offpath/offpath/internal/testing/apptest"
+	"github.com/offpath/offpath/internal/testing/rss"
 )
 
 // BenchmarkUpload150MBHandler streams a 150 MB batch input, with its
@@ -40,8 +41,8 @@ func BenchmarkUpload150MBHandler(b *testing.B) {
 			if pid == 0 {
 				b.Fatal("no handler process")
 			}
-			peakRSS(b, pid, true)
-			idle = max(idle, peakRSS(b, pid, false)) // just reset: the RSS now
+			rss.Reset(b, pid)
+			idle = max(idle, rss.Peak(b, pid)) // just reset: the RSS now
 			pr, pw := io.Pipe()
 			go func() {
 				_, err := writeUpload(pw, boundary)
@@ -67,7 +68,7 @@ func BenchmarkUpload150MBHandler(b *testing.B) {
 			if s.Host.HandlerPID() != pid {
 				b.Fatal("the handler restarted during the upload")
 			}
-			peak = max(peak, peakRSS(b, pid, false))
+			peak = max(peak, rss.Peak(b, pid))
 		}
 		b.SetBytes(benchBytes)
 		b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MB")
@@ -77,7 +78,7 @@ func BenchmarkUpload150MBHandler(b *testing.B) {
 	b.Run("baseline-plain-blob-writes", func(b *testing.B) {
 		var peak int64
 		for i := range b.N {
-			peakRSS(b, 0, true)
+			rss.Reset(b, rss.Self)
 			var ws [2]*blobstore.Writer
 			for k := range ws {
 				var err error
@@ -93,7 +94,7 @@ func BenchmarkUpload150MBHandler(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			peak = max(peak, peakRSS(b, 0, false))
+			peak = max(peak, rss.Peak(b, rss.Self))
 		}
 		b.SetBytes(benchBytes)
 		b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MB")

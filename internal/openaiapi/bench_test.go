@@ -22,6 +22,7 @@ import (
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/local/azurite"
 	"github.com/offpath/offpath/internal/tenant"
+	"github.com/offpath/offpath/internal/testing/rss"
 )
 
 // benchBytes is the size of the benchmark's upload.
@@ -42,33 +43,6 @@ func writeInput(w io.Writer, size int64) (lines int, err error) {
 		n += int64(k)
 	}
 	return lines, bw.Flush()
-}
-
-// peakRSS resets the peak resident set of process pid (0: this one) when
-// reset (Linux clear_refs), else reads it (VmHWM) in bytes.
-func peakRSS(b *testing.B, pid int, reset bool) int64 {
-	b.Helper()
-	proc := "/proc/self"
-	if pid != 0 {
-		proc = "/proc/" + strconv.Itoa(pid)
-	}
-	if reset {
-		if err := os.WriteFile(proc+"/clear_refs", []byte("5"), 0); err != nil {
-			b.Skipf("cannot reset the peak RSS: %v", err)
-		}
-		return 0
-	}
-	status, err := os.ReadFile(proc + "/status")
-	if err != nil {
-		b.Skipf("no %s: %v", proc, err)
-	}
-	for _, l := range strings.Split(string(status), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 type benchAuth struct{}
@@ -113,7 +87,7 @@ func BenchmarkUpload150MB(b *testing.B) {
 	b.Run("door", func(b *testing.B) {
 		var peak int64
 		for range b.N {
-			peakRSS(b, 0, true)
+			rss.Reset(b, rss.Self)
 			pr, pw := io.Pipe()
 			mw := multipart.NewWriter(pw)
 			go func() {
@@ -138,7 +112,7 @@ func BenchmarkUpload150MB(b *testing.B) {
 			if res.StatusCode != http.StatusOK {
 				b.Fatalf("upload: %d %s", res.StatusCode, body)
 			}
-			peak = max(peak, peakRSS(b, 0, false))
+			peak = max(peak, rss.Peak(b, rss.Self))
 		}
 		b.SetBytes(benchBytes)
 		b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MB")
@@ -148,7 +122,7 @@ func BenchmarkUpload150MB(b *testing.B) {
 	b.Run("baseline-plain-blob-writes", func(b *testing.B) {
 		var peak int64
 		for i := range b.N {
-			peakRSS(b, 0, true)
+			rss.Reset(b, rss.Self)
 			var ws [2]*blobstore.Writer
 			for k := range ws {
 				if ws[k], err = store.Create(context.Background(), "baseline", fmt.Sprintf("plain-%d-%d.jsonl", i, k), nil); err != nil {
@@ -163,7 +137,7 @@ func BenchmarkUpload150MB(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			peak = max(peak, peakRSS(b, 0, false))
+			peak = max(peak, rss.Peak(b, rss.Self))
 		}
 		b.SetBytes(benchBytes)
 		b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MB")

@@ -1,18 +1,15 @@
 package tickets_test
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
+	"github.com/offpath/offpath/internal/testing/rss"
 	"github.com/offpath/offpath/internal/testing/ticketstest"
 	"github.com/offpath/offpath/internal/tickets"
 )
@@ -59,7 +56,7 @@ func BenchmarkCollect(b *testing.B) {
 	}
 	b.Run("collect", func(b *testing.B) {
 		debug.FreeOSMemory()
-		resetPeakRSS(b)
+		rss.Reset(b, rss.Self)
 		for b.Loop() {
 			var bodies int64
 			res, err := tickets.NewCollector(c, tickets.NewMemory(), tickets.Options{}).Collect(b.Context(), day(), func(t tickets.Ticket) error {
@@ -74,7 +71,7 @@ func BenchmarkCollect(b *testing.B) {
 			}
 		}
 		perOp := b.Elapsed() / time.Duration(b.N)
-		peak := peakRSSMB(b)
+		peak := rss.MB(rss.Peak(b, rss.Self))
 		b.SetBytes(size)
 		b.ReportMetric(float64(perOp)/float64(plain[0]), "x-plain-seq")
 		b.ReportMetric(float64(perOp)/float64(plain[1]), "x-plain-par")
@@ -98,33 +95,4 @@ func benchContainer(b *testing.B) *container.Client {
 		b.Fatalf("seed the day: %v", err)
 	}
 	return c
-}
-
-// resetPeakRSS resets the kernel's high-water mark of this process's
-// resident set (Linux 4.0+).
-func resetPeakRSS(b *testing.B) {
-	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-		b.Skipf("cannot reset peak RSS: %v", err)
-	}
-}
-
-// peakRSSMB returns VmHWM, the peak resident set since the last reset, in MB.
-func peakRSSMB(b *testing.B) float64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		b.Fatalf("read peak RSS: %v", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			if err != nil {
-				b.Fatalf("parse VmHWM %q: %v", v, err)
-			}
-			return kb * 1024 / 1e6
-		}
-	}
-	b.Fatalf("no VmHWM in /proc/self/status")
-	return 0
 }

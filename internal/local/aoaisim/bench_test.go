@@ -11,15 +11,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/offpath/offpath/internal/local/aoaisim"
-	"github.com/offpath/offpath/internal/testing/poll"
 	"github.com/openai/openai-go/v3"
 	"github.com/rs/zerolog"
+
+	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/testing/poll"
+	"github.com/offpath/offpath/internal/testing/rss"
 )
 
 // startBenchServer starts an unlimited simulator on a loopback port, or uses
@@ -133,7 +134,7 @@ func runLargeBatch(b *testing.B, bin, dir string, lines int) {
 	}
 	defer func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }()
 	url := readURL(b, stdout)
-	idle := vmHWM(b, cmd.Process.Pid)
+	idle := rss.Peak(b, cmd.Process.Pid)
 
 	c := classicClient(url)
 	ctx := context.Background()
@@ -171,13 +172,13 @@ func runLargeBatch(b *testing.B, bin, dir string, lines int) {
 	if n != lines || bt.RequestCounts.Completed != int64(lines) {
 		b.Fatalf("output has %d lines, counts %+v; want %d", n, bt.RequestCounts, lines)
 	}
-	peak := vmHWM(b, cmd.Process.Pid)
+	peak := rss.Peak(b, cmd.Process.Pid)
 	b.ReportMetric(float64(size)/1e6, "input-MB")
 	b.ReportMetric(float64(out)/1e6, "output-MB")
 	b.ReportMetric(uploaded.Seconds(), "upload-s")
 	b.ReportMetric(ran.Seconds(), "run-s")
-	b.ReportMetric(float64(idle)/1024, "idle-RSS-MB")
-	b.ReportMetric(float64(peak)/1024, "peak-RSS-MB")
+	b.ReportMetric(float64(idle)/(1<<20), "idle-RSS-MB")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MB")
 }
 
 // writeLargeInput writes lines of about 1 KB each and returns the size.
@@ -214,20 +215,6 @@ func readURL(b *testing.B, r io.Reader) string {
 	}
 	b.Fatal("simulator printed no URL")
 	return ""
-}
-
-// vmHWM reads a process's peak resident set size in KiB.
-func vmHWM(b *testing.B, pid int) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	m := regexp.MustCompile(`VmHWM:\s+(\d+) kB`).FindSubmatch(data)
-	if m == nil {
-		b.Fatal("no VmHWM")
-	}
-	kb, _ := strconv.ParseInt(string(m[1]), 10, 64)
-	return kb
 }
 
 func countLines(b *testing.B, r io.Reader) (bytes int64, lines int) {
