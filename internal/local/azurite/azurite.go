@@ -48,11 +48,13 @@ func (a *Azurite) ConnectionString() string {
 		Account, Key, a.BlobURL, a.QueueURL, a.TableURL)
 }
 
-// Start starts Azurite in a fresh temporary folder and stops it at the end of
-// the test. It fails the test if Azurite cannot be found or does not start.
+// Start starts an Azurite that keeps its data in memory (StartInMemory) and
+// stops it at the end of the test. It fails the test if Azurite cannot be
+// found or does not start. A test that restarts Azurite on the same data
+// uses StartIn.
 func Start(tb testing.TB) *Azurite {
 	tb.Helper()
-	return StartIn(tb, tb.TempDir())
+	return StartInMemory(tb)
 }
 
 // StartIn starts Azurite on the workspace folder dir, so that a test can stop
@@ -75,9 +77,10 @@ func StartIn(tb testing.TB, dir string) *Azurite {
 
 // StartInMemory starts an Azurite that keeps its data in memory only
 // (--inMemoryPersistence) and stops it at the end of the test. Azurite
-// otherwise saves its whole table database to disk every few seconds,
-// which slows a table of hundreds of thousands of rows to a crawl; a
-// benchmark that needs such a table uses this one.
+// otherwise writes every blob to a file and saves its whole table database
+// to disk every few seconds, work that grows with every row a test
+// package writes and slows a table of hundreds of thousands of rows to a
+// crawl; what a test sees of Blob and Table Storage is the same.
 func StartInMemory(tb testing.TB) *Azurite {
 	tb.Helper()
 	bin, err := Binary()

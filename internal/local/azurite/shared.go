@@ -11,7 +11,8 @@ import (
 
 // Shared is one Azurite for all the tests of a package, started on first
 // use: starting one takes seconds, and tests keep apart by the names of
-// their containers, queues and tables. Declare one per test package and
+// their containers, queues and tables. It keeps its data in memory, as
+// StartInMemory's does. Declare one per test package and
 // stop it in TestMain:
 //
 //	var az azurite.Shared
@@ -44,7 +45,7 @@ func (s *Shared) Get(tb testing.TB) *Azurite {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		s.az, s.err = Launch(ctx, bin, s.dir, io.Discard)
+		s.az, s.err = launch(ctx, bin, s.dir, io.Discard, true)
 	})
 	if s.err != nil {
 		tb.Fatalf("azurite: %v", s.err)
