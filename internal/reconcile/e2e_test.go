@@ -35,63 +35,75 @@ import (
 // with both figures, Azure's larger by exactly those calls' tokens; with a
 // document's attempt rows deleted from the ledger, ledger_drift says the
 // exact tokens missing, per deployment.
+//
+// Each case has its own stack. The traffic of all three is sent first and
+// the test then waits once for the last traffic's minute to be final,
+// rather than once per case: a minute's wait is most of the test's time.
 func TestE2E_Reconcile(t *testing.T) {
 	const settle = 2 * time.Second
 	t.Parallel()
+	type run struct {
+		name string
+		s    *apptest.Stack
+		want map[string][2]int64 // deployment → Azure minus ledger (prompt, completion)
+		end  time.Time
+	}
+	var runs []*run
 	for _, tc := range []string{"all through offpath", "second door", "rows deleted"} {
-		t.Run(tc, func(t *testing.T) {
-			t.Parallel()
-			s := apptest.Start(t, apptest.Config{
-				Tenants: map[string][]string{"contoso": {"ingest"}},
-				Settings: map[string]string{
-					"OFFPATH_AOAI_RESOURCE_ID":     resource,
-					"OFFPATH_RECONCILE_PERIOD":     "1m",
-					"OFFPATH_RECONCILE_SETTLE":     settle.String(),
-					"OFFPATH_RECONCILE_MIN_TOKENS": "20",
-				},
-			})
-			// The first run has no watermark: it compares the minute before
-			// and sets the watermark to the current one, before any traffic.
-			fireReconcile(t, s)
-			sendDocuments(t, s, 3)
+		s := apptest.Start(t, apptest.Config{
+			Tenants: map[string][]string{"contoso": {"ingest"}},
+			Settings: map[string]string{
+				"OFFPATH_AOAI_RESOURCE_ID":     resource,
+				"OFFPATH_RECONCILE_PERIOD":     "1m",
+				"OFFPATH_RECONCILE_SETTLE":     settle.String(),
+				"OFFPATH_RECONCILE_MIN_TOKENS": "20",
+			},
+		})
+		// The first run has no watermark: it compares the minute before
+		// and sets the watermark to the current one, before any traffic.
+		fireReconcile(t, s)
+		sendDocuments(t, s, 3)
 
-			want := map[string][2]int64{} // deployment → Azure minus ledger (prompt, completion)
-			switch tc {
-			case "second door":
-				direct := openai.NewClient(option.WithBaseURL(s.SimURL+"/openai/v1/"), option.WithAPIKey(aoaisim.DefaultKey),
-					option.WithMaxRetries(0), option.WithHTTPClient(s.SimClient))
-				var d [2]int64
-				for i := range 5 {
-					r, err := direct.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: chatDep, MaxTokens: openai.Int(40),
-						Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(fmt.Sprintf("Summarise incident %d: the VPN dropped twice overnight.", i))}})
-					if err != nil {
-						t.Fatal(err)
-					}
-					d[0] += r.Usage.PromptTokens
-					d[1] += r.Usage.CompletionTokens
+		r := &run{name: tc, s: s, want: map[string][2]int64{}}
+		switch tc {
+		case "second door":
+			direct := openai.NewClient(option.WithBaseURL(s.SimURL+"/openai/v1/"), option.WithAPIKey(aoaisim.DefaultKey),
+				option.WithMaxRetries(0), option.WithHTTPClient(s.SimClient))
+			var d [2]int64
+			for i := range 5 {
+				res, err := direct.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: chatDep, MaxTokens: openai.Int(40),
+					Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(fmt.Sprintf("Summarise incident %d: the VPN dropped twice overnight.", i))}})
+				if err != nil {
+					t.Fatalf("%s: %v", tc, err)
 				}
-				want[chatDep] = d
-			case "rows deleted":
-				want = deleteAttempt(t, s, "contoso/doc-1.txt")
+				d[0] += res.Usage.PromptTokens
+				d[1] += res.Usage.CompletionTokens
 			}
-			end := time.Now()
+			r.want[chatDep] = d
+		case "rows deleted":
+			r.want = deleteAttempt(t, s, "contoso/doc-1.txt")
+		}
+		r.end = time.Now()
+		runs = append(runs, r)
+	}
 
-			// The traffic's minute is final once it has ended and settled
-			// (OFFPATH_RECONCILE_SETTLE); from then on, fire the timer until
-			// its watermark has passed that minute (each firing waits for
-			// its invocation to end).
-			final := end.Truncate(time.Minute).Add(time.Minute + settle)
+	// A traffic's minute is final once it has ended and settled
+	// (OFFPATH_RECONCILE_SETTLE): wait for the last one's; from then on,
+	// fire each stack's timer until its watermark has passed its traffic's
+	// minute (each firing waits for its invocation to end).
+	final := runs[len(runs)-1].end.Truncate(time.Minute).Add(time.Minute + settle)
+	poll.Until(t, 3*time.Minute, "the traffic's minutes final", func() bool { return !time.Now().Before(final) })
+	for _, r := range runs {
+		t.Run(r.name, func(t *testing.T) {
+			s := r.s
 			wm := tablestore.NewWatermark(s.Tables, "", "reconcile")
-			poll.Until(t, 3*time.Minute, "the watermark past the traffic's minute", func() bool {
-				if time.Now().Before(final) {
-					return false
-				}
+			poll.Until(t, time.Minute, "the watermark past the traffic's minute", func() bool {
 				fireReconcile(t, s)
 				next, _, err := wm.Load(context.Background())
 				if err != nil {
 					t.Fatal(err)
 				}
-				return next.After(end.Truncate(time.Minute))
+				return next.After(r.end.Truncate(time.Minute))
 			})
 
 			got := map[string][2]int64{}
@@ -103,14 +115,14 @@ func TestE2E_Reconcile(t *testing.T) {
 				diff := func(k string) int64 { return num(a, "azure_"+k+"_tokens") - num(a, "ledger_"+k+"_tokens") }
 				g := got[d]
 				got[d] = [2]int64{g[0] + diff("prompt"), g[1] + diff("completion")}
-				if tc == "second door" && (num(a, "ledger_prompt_tokens") == 0 || a.Fields["likely_cause"] == nil) {
+				if r.name == "second door" && (num(a, "ledger_prompt_tokens") == 0 || a.Fields["likely_cause"] == nil) {
 					t.Errorf("alert %+v: want the ledger's figures (offpath's own calls) beside Azure's and the likely cause", a)
 				}
 			}
-			if fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Errorf("ledger_drift (Azure minus ledger, prompt and completion, per deployment) = %v, want %v; alerts %+v", got, want, s.Alerts())
+			if fmt.Sprint(got) != fmt.Sprint(r.want) {
+				t.Errorf("ledger_drift (Azure minus ledger, prompt and completion, per deployment) = %v, want %v; alerts %+v", got, r.want, s.Alerts())
 			}
-			t.Logf("%s: drift %v", tc, got)
+			t.Logf("%s: drift %v", r.name, got)
 		})
 	}
 }
