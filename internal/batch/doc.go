@@ -183,7 +183,9 @@
 // between Azure's answer and the keeping of it, and is never booked
 // twice. When every item is answered, the part's results are its batch
 // results with those items replaced (ResultLine.Source "sync"), each item
-// once, and the part is harvested. The fallback raises deadline_fallback
+// once, and the part is harvested; the answers themselves, in line order,
+// are kept as one file of batch output lines among the part's copies
+// (FileCopy.Source "sync"), for a door that serves Azure's files. The fallback raises deadline_fallback
 // and is counted by Options.Decisions (FallbackCounter); Part.Fallback
 // says why it started, how many items came from each source and what the
 // fallback used.

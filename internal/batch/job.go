@@ -131,6 +131,9 @@ type FileCopy struct {
 	Blob        string `json:"blob"`
 	Bytes       int64  `json:"bytes"`
 	SHA256      string `json:"sha256"`
+	// Source is SourceSync for the answers of a part's deadline fallback
+	// (not a file of Azure's; AzureFileID empty).
+	Source string `json:"source,omitempty"`
 }
 
 // Part is one input file of a job and the Azure batch made from it.

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/tenant"
@@ -31,6 +32,40 @@ type createRequest struct {
 // reservedMetadataKey holds offpath's own view of the job in a batch's
 // metadata; a caller may not set it.
 const reservedMetadataKey = "offpath"
+
+// Metadata keys the door reads as scheduling requests (kept in the
+// batch's metadata like any other).
+const (
+	// metaCompleteBy is when the answers are needed, RFC 3339: the
+	// native API's complete_by, with its bounds.
+	metaCompleteBy = "complete_by"
+	// metaUrgent "true" keeps a small batch out of shared packs: it is
+	// submitted on its own as soon as quota allows.
+	metaUrgent = "urgent"
+)
+
+// scheduling reads the batch's deadline and packing opt-out from its
+// metadata. The deadline's bounds are the control plane's (Submit checks
+// them against its clock).
+func scheduling(md map[string]string) (time.Time, bool, error) {
+	var by time.Time
+	if v, ok := md[metaCompleteBy]; ok {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return time.Time{}, false, invalidParam(fmt.Sprintf("metadata.%s: an RFC 3339 time, such as 2026-03-14T06:00:00Z", metaCompleteBy), "metadata")
+		}
+		by = t
+	}
+	var urgent bool
+	switch v, ok := md[metaUrgent]; {
+	case !ok || v == "false":
+	case v == "true":
+		urgent = true
+	default:
+		return time.Time{}, false, invalidParam(fmt.Sprintf("metadata.%s: true or false", metaUrgent), "metadata")
+	}
+	return by, urgent, nil
+}
 
 // Attributes the door records with its jobs.
 const (
@@ -76,6 +111,11 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, t tenant.Te
 		fail(w, r, invalidParam(fmt.Sprintf("metadata: the key %q is reserved for offpath", reservedMetadataKey), "metadata"))
 		return
 	}
+	completeBy, urgent, err := scheduling(req.Metadata)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
 	attrs := map[string]string{attrInputFile: req.InputFileID, attrEndpoint: req.Endpoint}
 	if e := req.OutputExpiresAfter; e != nil {
 		if (e.Anchor != "" && e.Anchor != "created_at") || e.Seconds < minFileExpiry || e.Seconds > maxFileExpiry {
@@ -113,7 +153,7 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, t tenant.Te
 	sum := sha256.Sum256(canon)
 	job, _, err := s.o.Batches.Submit(ctx, t, batch.Request{
 		Alias: rec.Model, Metadata: req.Metadata, IdempotencyKey: key, Fingerprint: hex.EncodeToString(sum[:]),
-		InputBlob: fileBlob(t.ID, rec.ID, "items.jsonl"), Attributes: attrs,
+		InputBlob: fileBlob(t.ID, rec.ID, "items.jsonl"), Attributes: attrs, CompleteBy: completeBy, Urgent: urgent,
 	})
 	if err != nil {
 		fail(w, r, err)

@@ -40,12 +40,23 @@
 // The batch id is "batch_" and the job id. Every job of the tenant is
 // listed, whichever door submitted it.
 //
+// Two metadata keys ask for the native API's scheduling, and stay in the
+// batch's metadata: complete_by, an RFC 3339 time at least an hour and at
+// most seven days ahead, when the answers are needed (a batch Azure holds
+// back is then cancelled and its remaining requests run synchronously,
+// package batch); and urgent, "true" to keep a small batch out of the
+// packs it would otherwise share with other jobs. Anything else in them
+// is a 400 that creates nothing. The answers of a deadline fallback are
+// in the output file as Azure's would be (those not 200 in the error
+// file), and request_counts count them.
+//
 // The status says where the job really is:
 //
 //	job                                    batch status
 //	accepted, held (quota)                 validating
 //	submitted, every part validating       validating
 //	submitted, a part running or ended     in_progress
+//	a part in its deadline fallback        in_progress
 //	submitted, every part ended at Azure   finalizing
 //	completed|failed|expired|cancelled     finalizing (output being copied)
 //	cancel requested, not yet harvested    cancelling

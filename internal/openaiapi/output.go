@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
 
@@ -136,10 +137,19 @@ func (s *Server) writePart(ctx context.Context, j *batch.Job, p *batch.Part, kin
 	}
 	seen := make([]bool, p.Lines)
 	for _, c := range p.Copies {
-		isErrors := c.AzureFileID == p.ErrorFileID
-		write := isErrors == (kind == kindErrors)
-		if !write && kind == kindOutput {
+		// Azure's output and error files go whole to their kind; the
+		// answers of the deadline fallback line by line, as Azure sorts
+		// its lines: a 200 to the output, anything else to the errors.
+		var write func(status int) bool
+		switch isErrors := c.AzureFileID == p.ErrorFileID; {
+		case c.Source == batch.SourceSync:
+			write = func(status int) bool { return (status == http.StatusOK) == (kind == kindOutput) }
+		case isErrors == (kind == kindErrors):
+			write = func(int) bool { return true }
+		case kind == kindOutput:
 			continue // the output needs no knowledge of the error file
+		default:
+			write = func(int) bool { return false }
 		}
 		if err := s.copyLines(ctx, c.Blob, idx, seen, write, out); err != nil {
 			return err
@@ -151,9 +161,10 @@ func (s *Server) writePart(ctx context.Context, j *batch.Job, p *batch.Part, kin
 	return s.writeUnanswered(ctx, p.ResultsBlob, seen, out)
 }
 
-// copyLines reads one copied Azure file, marking each line's request seen
-// and, if write, writing it with the caller's custom_id.
-func (s *Server) copyLines(ctx context.Context, blob string, idx *batchfile.Index, seen []bool, write bool, out *bufio.Writer) error {
+// copyLines reads one copied file of batch output lines, marking each
+// line's request seen and, if write says so for its status code, writing
+// it with the caller's custom_id.
+func (s *Server) copyLines(ctx context.Context, blob string, idx *batchfile.Index, seen []bool, write func(status int) bool, out *bufio.Writer) error {
 	body, _, err := s.o.Blobs.Open(ctx, s.o.Containers.Results, blob)
 	if err != nil {
 		return fmt.Errorf("open copy: %w", err)
@@ -175,17 +186,21 @@ func (s *Server) copyLines(ctx context.Context, blob string, idx *batchfile.Inde
 		}
 		var head struct {
 			CustomID string `json:"custom_id"`
+			Response struct {
+				StatusCode int `json:"status_code"`
+			} `json:"response"`
 		}
 		_ = json.Unmarshal(line, &head)
+		keep := write(head.Response.StatusCode)
 		if e, rerr := idx.Resolve(head.CustomID); rerr == nil {
 			if ref, perr := batchfile.ParseCustomID(head.CustomID); perr == nil && ref.Line < len(seen) {
 				seen[ref.Line] = true
 			}
-			if write {
+			if keep {
 				line = replaceCustomID(line, head.CustomID, e.ItemID)
 			}
 		}
-		if !write {
+		if !keep {
 			continue
 		}
 		out.Write(line)

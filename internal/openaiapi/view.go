@@ -68,6 +68,9 @@ const completionWindow = 24 * time.Hour
 // once its output is harvested into platform storage, so that a client
 // that sees a terminal status can always download the output.
 func status(j *batch.Job) string {
+	if j.State != batch.Harvested && !j.CancelRequested && fallingBack(j) {
+		return string(azopenai.StatusInProgress)
+	}
 	switch j.State {
 	case batch.Accepted, batch.Held:
 		return string(azopenai.StatusValidating)
@@ -103,6 +106,18 @@ func status(j *batch.Job) string {
 	return string(azopenai.StatusValidating)
 }
 
+// fallingBack reports whether a part of the job has given up on its
+// batch for the job's complete_by and has items still to run
+// synchronously: the batch is in progress, whatever its Azure batch did.
+func fallingBack(j *batch.Job) bool {
+	for i := range j.Parts {
+		if p := &j.Parts[i]; p.Fallback != nil && p.Status != batch.PartHarvested {
+			return true
+		}
+	}
+	return false
+}
+
 // view renders a job as a batch.
 func (s *Server) view(j *batch.Job) batchObject {
 	st := status(j)
@@ -134,6 +149,10 @@ func (s *Server) view(j *batch.Job) batchObject {
 		}
 		rc.Completed += p.RequestCounts.Completed
 		rc.Failed += p.RequestCounts.Failed
+		if p.Fallback != nil { // the items the fallback answered, as Azure counts them
+			rc.Completed += p.Fallback.Counts.OK
+			rc.Failed += p.Fallback.Counts.Refused + p.Fallback.Counts.Failed
+		}
 		for _, e := range p.Errors {
 			if b.Errors == nil {
 				b.Errors = &batchErrors{Object: "list"}
