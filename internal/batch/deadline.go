@@ -243,6 +243,7 @@ func (s *Service) deadlines(ctx context.Context, j Job) (Job, error) {
 			c.Fallback(j.Alias, p.Fallback.Reason)
 		}
 	}
+	s.tell(ctx, j, "fallback")
 	return j, errors.Join(errs...)
 }
 

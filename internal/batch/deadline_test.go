@@ -3,6 +3,8 @@ package batch_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/tokenmetrics"
 )
 
 const syncDep = "gpt-4o-mini"
@@ -148,6 +151,9 @@ func (e *env) checkSources(j batch.Job) (fromBatch, fromSync int) {
 func TestDeadline_ValidatingFallsBack(t *testing.T) {
 	t.Parallel()
 	e, clock := deadlineEnv(t, 600, 0, aoaisim.FaultRule{Deployment: batchDep, HoldValidating: aoaisim.Duration(48 * time.Hour)})
+	prom := tokenmetrics.NewPrometheus(tokenmetrics.PrometheusOptions{})
+	e.opts.Decisions = prom
+	e.svc = e.service()
 	due := clock.Now().Add(2 * time.Hour)
 	j := e.submit("contoso", items(7, "v"), func(r *batch.Request) { r.CompleteBy = due })
 	if !j.CompleteBy.Equal(due.UTC()) {
@@ -184,6 +190,11 @@ func TestDeadline_ValidatingFallsBack(t *testing.T) {
 	}
 	if n := e.alerts.Count(batch.AlertDeadlineFallback); n != 1 {
 		t.Errorf("%d deadline_fallback alerts, want 1", n)
+	}
+	scrape := httptest.NewRecorder()
+	prom.ServeHTTP(scrape, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if want := `offpath_batch_fallbacks_total{alias="` + j.Alias + `",reason="validating"} 1` + "\n"; !strings.Contains(scrape.Body.String(), want) {
+		t.Errorf("metrics lack %q:\n%s", want, scrape.Body)
 	}
 }
 

@@ -46,6 +46,11 @@ func TestEndToEnd_KillDuringFallback(t *testing.T) {
 		aoaisim.Deployment{Name: syncDep, Model: "gpt-4o-mini", ModelVersion: "2024-07-18", Type: aoaisim.TypeStandard})
 	sim.Faults = []aoaisim.FaultRule{validating}
 	s := apptest.Start(t, apptest.Config{Sim: sim, Settings: map[string]string{"OFFPATH_BATCH_LEASE_TTL": "2s"}})
+	// A webhook, so that the fallback's event is recorded (nothing
+	// delivers it: the deliver timer does not fire in this test).
+	if st := s.DoAdmin(http.MethodPut, "/api/v1/tenants/contoso/webhook", map[string]any{"url": "http://127.0.0.1:9/hooks"}, nil); st != http.StatusOK {
+		t.Fatalf("register a webhook: %d", st)
+	}
 	body := e2eBody("late", items)
 	body["complete_by"] = time.Now().Add(batch.MinCompleteBy + time.Minute).UTC().Format(time.RFC3339)
 	var j jobJSON
@@ -119,6 +124,34 @@ func TestEndToEnd_KillDuringFallback(t *testing.T) {
 	}
 	killed := time.Now()
 	poll.Until(t, 30*time.Second, "the dead handler's calls gone", func() bool { return s.Sim.Stats().Open == 0 })
+	// While the model is frozen the part is in its fallback: the job as
+	// the tenant reads it, and the webhook event its start recorded, go
+	// through the proxy that checks them against the API's OpenAPI
+	// document.
+	var mid struct {
+		Parts []struct {
+			Status   batch.PartStatus `json:"status"`
+			Fallback *struct {
+				Reason string `json:"reason"`
+				Items  int    `json:"items"`
+				Done   int    `json:"done"`
+			} `json:"fallback"`
+		} `json:"parts"`
+	}
+	if st := s.Do(http.MethodGet, "/api/v1/batches/"+j.ID, "contoso", nil, &mid); st != http.StatusOK || len(mid.Parts) != 1 ||
+		mid.Parts[0].Status != batch.PartFallback || mid.Parts[0].Fallback == nil || mid.Parts[0].Fallback.Items != items {
+		t.Fatalf("job read mid-fallback: %d %+v", st, mid)
+	}
+	var events struct {
+		Data []struct {
+			ID   string `json:"id"`
+			Type string `json:"type"`
+		} `json:"data"`
+	}
+	if st := s.DoAdmin(http.MethodGet, "/api/v1/tenants/contoso/webhook/events", nil, &events); st != http.StatusOK ||
+		len(events.Data) != 1 || events.Data[0].Type != "batch.fallback" || events.Data[0].ID != "msg_"+j.ID+"_batch.fallback" {
+		t.Errorf("webhook events %d %+v, want the fallback's", st, events)
+	}
 	if err := s.Sim.SetFaults([]aoaisim.FaultRule{validating}); err != nil {
 		t.Fatal(err)
 	}

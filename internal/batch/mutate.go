@@ -50,8 +50,9 @@ func (s *Service) update(ctx context.Context, j Job, change func(*Job) error) (J
 // announceTimeout bounds the Announcer's call.
 const announceTimeout = 5 * time.Second
 
-// tell tells the Announcer of a job that has just been harvested, or has
-// just been found held too long (what says which). Its failure is logged,
+// tell tells the Announcer of a job that has just been harvested, has
+// just been found held too long, or has just started a part's deadline
+// fallback (what says which). Its failure is logged,
 // never returned: the tick goes on whatever it says.
 func (s *Service) tell(ctx context.Context, j Job, what string) {
 	if s.o.Announcer == nil || j.Tenant == PackTenant {

@@ -223,8 +223,9 @@ type Options struct {
 	// Pack packs small jobs into shared batches (off unless MaxItems is
 	// set; see the package documentation, "Packing").
 	Pack PackOptions
-	// Announcer, if set, is told of each job as it becomes harvested, and
-	// as held_too_long is raised for it (package webhook's Announcer),
+	// Announcer, if set, is told of each job as it becomes harvested, as
+	// held_too_long is raised for it and as a part's deadline fallback
+	// starts (package webhook's Announcer),
 	// within a few seconds; its failure is logged, never the poll tick's.
 	Announcer Announcer
 	// Sync, if set, is the queue path's synchronous client (package azopenai,

@@ -24,6 +24,7 @@ import (
 //	offpath_tokens_corrected_total{...}                      tokens taken off rows rewritten lower
 //	offpath_documents_total{tenant,outcome}                  queue-path deliveries settled: done, refused, rejected, transient
 //	offpath_batch_jobs{state}                                batch jobs by state, read from the job table
+//	offpath_batch_fallbacks_total{alias,reason}              batch parts that gave up on their batch for their job's complete_by
 //
 // Counters are this process's: they start at zero when it starts, as
 // Prometheus counters do, and a negative token change is counted in
@@ -40,12 +41,19 @@ type Prometheus struct {
 	documents map[[2]string]int64
 	placed    map[[3]string]int64
 	cooloffs  map[[2]string]int64
+	fallbacks map[[2]string]int64
 
 	jobsMu   sync.Mutex
 	jobs     map[string]int // nil: none read, or the last read failed
 	jobsRead time.Time
 	flight   singleflight.Group
 }
+
+// Prometheus counts the batch scheduler's decisions and fallbacks.
+var (
+	_ batch.Decisions       = (*Prometheus)(nil)
+	_ batch.FallbackCounter = (*Prometheus)(nil)
+)
 
 var tokenLabels = []string{"tenant", "alias", "deployment", "path", "kind"}
 
@@ -86,7 +94,8 @@ func NewPrometheus(o PrometheusOptions) *Prometheus {
 		o.Now = time.Now
 	}
 	return &Prometheus{o: o, tokens: map[[5]string]int64{}, corrected: map[[5]string]int64{},
-		documents: map[[2]string]int64{}, placed: map[[3]string]int64{}, cooloffs: map[[2]string]int64{}}
+		documents: map[[2]string]int64{}, placed: map[[3]string]int64{}, cooloffs: map[[2]string]int64{},
+		fallbacks: map[[2]string]int64{}}
 }
 
 // Emit counts the samples.
@@ -125,6 +134,14 @@ func (p *Prometheus) CooledOff(deployment, reason string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cooloffs[[2]string{deployment, reason}]++
+}
+
+// Fallback counts one batch part whose deadline fallback started, by
+// alias and the rule's reason (package batch's FallbackCounter).
+func (p *Prometheus) Fallback(alias, reason string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.fallbacks[[2]string{alias, reason}]++
 }
 
 // batchJobs returns the jobs by state, every known state included (0 when
@@ -197,6 +214,8 @@ func (p *Prometheus) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		[]string{"alias", "deployment", "reason"}, p.placed)
 	write(&b, "offpath_batch_cooloffs_total", "Times a batch deployment started cooling off, by deployment and reason (token_limit_exceeded, errors).", "counter",
 		[]string{"deployment", "reason"}, p.cooloffs)
+	write(&b, "offpath_batch_fallbacks_total", "Batch parts whose remaining items went to the synchronous deployment for their job's complete_by, by alias and reason (held, validating, no_progress, slow, late).", "counter",
+		[]string{"alias", "reason"}, p.fallbacks)
 	write(&b, "offpath_batch_jobs", "Batch jobs by state, read from the job table.", "gauge", []string{"state"}, jobs)
 	p.mu.Unlock()
 	_, _ = w.Write([]byte(b.String()))

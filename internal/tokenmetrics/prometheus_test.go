@@ -323,8 +323,12 @@ func TestPrometheus_BatchScheduler(t *testing.T) {
 	p.Placed("summarize", "mini-batch-eu", "cheaper_full")
 	p.Placed("summarize", "mini-batch", "cheapest")
 	p.CooledOff("mini-batch", "token_limit_exceeded")
+	p.Fallback("summarize", "validating")
+	p.Fallback("summarize", "validating")
+	p.Fallback("extract", "late")
 	samples, types := scrape(t, p)
-	for name, typ := range map[string]string{"offpath_batch_placements_total": "counter", "offpath_batch_cooloffs_total": "counter"} {
+	for name, typ := range map[string]string{"offpath_batch_placements_total": "counter", "offpath_batch_cooloffs_total": "counter",
+		"offpath_batch_fallbacks_total": "counter"} {
 		if types[name] != typ {
 			t.Errorf("TYPE of %s = %q, want %s", name, types[name], typ)
 		}
@@ -333,6 +337,8 @@ func TestPrometheus_BatchScheduler(t *testing.T) {
 		`offpath_batch_placements_total{alias="summarize",deployment="mini-batch-eu",reason="cheaper_full"}`: 2,
 		`offpath_batch_placements_total{alias="summarize",deployment="mini-batch",reason="cheapest"}`:        1,
 		`offpath_batch_cooloffs_total{deployment="mini-batch",reason="token_limit_exceeded"}`:                1,
+		`offpath_batch_fallbacks_total{alias="summarize",reason="validating"}`:                               2,
+		`offpath_batch_fallbacks_total{alias="extract",reason="late"}`:                                       1,
 	} {
 		if got, ok := samples[series]; !ok || got != want {
 			t.Errorf("%s = %d (present %v), want %d\n%v", series, got, ok, want, samples)

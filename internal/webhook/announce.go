@@ -17,7 +17,8 @@ type AnnounceStore interface {
 }
 
 // Announcer records a job's event as the batch control plane harvests it
-// or finds it held too long (it is batch.Options' Announcer), however old
+// finds it held too long, or starts its deadline fallback (it is
+// batch.Options' Announcer), however old
 // the job is: the
 // Dispatcher's scan looks only at the jobs of its scan window, so a job
 // that ends long after it was created (held for quota, say) is found this
@@ -36,7 +37,7 @@ func NewAnnouncer(store AnnounceStore, now func() time.Time) *Announcer {
 	return &Announcer{store: store, now: now}
 }
 
-// Announce records the event of the harvested or held job j if its tenant
+// Announce records the event of the harvested, held or falling back job j if its tenant
 // has an endpoint registered before the job was made.
 func (a *Announcer) Announce(ctx context.Context, j batch.Job) error {
 	ep, err := a.store.Endpoint(ctx, j.Tenant)

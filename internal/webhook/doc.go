@@ -9,12 +9,13 @@
 // tick. Each run looks at the recent jobs (ScanWindow) of every tenant
 // with an endpoint, created since it registered, and records one event per
 // job and type: batch.completed, batch.failed, batch.expired and
-// batch.cancelled once the job is harvested, batch.held once it has been
-// held for HeldAfter. The event id is derived from the job and the type,
+// batch.cancelled once the job is harvested, batch.fallback once a part
+// has given up its batch for the job's complete_by (its remaining items run
+// synchronously), batch.held once it has been held for HeldAfter. The event id is derived from the job and the type,
 // so a repeated run records nothing new and a receiver can deduplicate.
 // The ending and held events do not depend on the scan: the batch control
-// plane hands each job to the Announcer as it becomes harvested and as it
-// raises held_too_long for it, however long ago it was made, and the
+// plane hands each job to the Announcer as it becomes harvested, as it
+// raises held_too_long for it and as a part's fallback starts, however long ago it was made, and the
 // Announcer records the event (batch.held once the job has been held for
 // DefaultHeldAfter; if that write fails the tick goes on all the same, and
 // only the scan can find the job).

@@ -63,6 +63,10 @@ const (
 	TypeExpired   = "batch.expired"
 	TypeCancelled = "batch.cancelled"
 	TypeHeld      = "batch.held"
+	// TypeFallback: a part of the job cannot finish by its complete_by;
+	// its batch is given up and its remaining items run synchronously
+	// (the job ends later with one of the ending events).
+	TypeFallback = "batch.fallback"
 )
 
 // ErrNotFound: no such endpoint.
@@ -287,6 +291,8 @@ func eventType(j *batch.Job, now time.Time, heldAfter time.Duration) string {
 	case j.State == batch.Harvested:
 		return map[batch.State]string{batch.Completed: TypeCompleted, batch.Failed: TypeFailed,
 			batch.Expired: TypeExpired, batch.Cancelled: TypeCancelled}[j.Final]
+	case fallingBack(j):
+		return TypeFallback
 	case j.State == batch.Held:
 		for i := range j.Parts {
 			if p := &j.Parts[i]; !p.HeldSince.IsZero() && now.Sub(p.HeldSince) >= heldAfter {
@@ -295,6 +301,17 @@ func eventType(j *batch.Job, now time.Time, heldAfter time.Duration) string {
 		}
 	}
 	return ""
+}
+
+// fallingBack reports whether a part of the unharvested job j has started
+// its deadline fallback.
+func fallingBack(j *batch.Job) bool {
+	for i := range j.Parts {
+		if j.Parts[i].Fallback != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // event is the event a job calls for at the endpoint, if any: none for a
@@ -327,8 +344,12 @@ type payload struct {
 		Counts     batch.Counts `json:"counts"`
 		Usage      ledger.Usage `json:"usage"`
 		HeldReason string       `json:"held_reason,omitempty"`
-		Created    time.Time    `json:"created"`
-		Harvested  time.Time    `json:"harvested_at,omitzero"`
+		CompleteBy time.Time    `json:"complete_by,omitzero"`
+		// FallbackReason is the deadline rule's reason for the first part
+		// that fell back (held, validating, no_progress, slow, late).
+		FallbackReason string    `json:"fallback_reason,omitempty"`
+		Created        time.Time `json:"created"`
+		Harvested      time.Time `json:"harvested_at,omitzero"`
 	} `json:"data"`
 }
 
@@ -338,9 +359,13 @@ func newEvent(j *batch.Job, typ string, now time.Time) (Event, error) {
 	p.Data.BatchID, p.Data.Job, p.Data.Tenant, p.Data.Alias = "batch_"+j.ID, j.ID, j.Tenant, j.Alias
 	p.Data.State, p.Data.Final, p.Data.Items = j.State, j.Final, j.Items
 	p.Data.Counts, p.Data.Usage, p.Data.Created, p.Data.Harvested = j.Counts(), j.Usage(), j.Created, j.HarvestedAt
+	p.Data.CompleteBy = j.CompleteBy
 	for i := range j.Parts {
 		if p.Data.HeldReason == "" {
 			p.Data.HeldReason = j.Parts[i].HeldReason
+		}
+		if f := j.Parts[i].Fallback; f != nil && p.Data.FallbackReason == "" {
+			p.Data.FallbackReason = f.Reason
 		}
 	}
 	body, err := json.Marshal(p)

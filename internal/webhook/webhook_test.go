@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -214,5 +215,45 @@ func TestAnnouncer(t *testing.T) {
 	}
 	if e, ok := m.events["contoso/msg_a_"+TypeExpired]; !ok || e.Type != TypeExpired || !e.NextAttempt.Equal(now) {
 		t.Errorf("event %+v, want batch.expired of job a, due now", e)
+	}
+}
+
+// A job one of whose parts gave up its batch for its complete_by is
+// announced once as batch.fallback, with the deadline and the rule's
+// reason; once harvested, as it ended.
+func TestAnnouncer_Fallback(t *testing.T) {
+	now := time.Date(2026, 3, 20, 12, 0, 0, 0, time.UTC)
+	m := &memStore{events: map[string]Event{}, eps: []Endpoint{{Tenant: "contoso", URL: "https://example.com", Created: now.Add(-time.Hour)}}}
+	a := NewAnnouncer(m, func() time.Time { return now })
+	due := now.Add(2 * time.Hour)
+	j := batch.Job{ID: "f", Tenant: "contoso", State: batch.Submitted, Created: now, CompleteBy: due, Parts: []batch.Part{
+		{Status: batch.PartHarvested},
+		{Status: batch.PartFallback, Fallback: &batch.Fallback{Reason: batch.RiskValidating}},
+	}}
+	for range 2 {
+		if err := a.Announce(context.Background(), j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e, ok := m.events["contoso/msg_f_"+TypeFallback]
+	if len(m.events) != 1 || !ok {
+		t.Fatalf("events %v, want one batch.fallback", m.events)
+	}
+	var p struct {
+		Type string `json:"type"`
+		Data struct {
+			CompleteBy     time.Time `json:"complete_by"`
+			FallbackReason string    `json:"fallback_reason"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(e.Payload, &p); err != nil || p.Type != TypeFallback || !p.Data.CompleteBy.Equal(due) || p.Data.FallbackReason != batch.RiskValidating {
+		t.Errorf("payload %s (%v)", e.Payload, err)
+	}
+	j.State, j.Final = batch.Harvested, batch.Completed
+	if err := a.Announce(context.Background(), j); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.events["contoso/msg_f_"+TypeCompleted]; len(m.events) != 2 || !ok {
+		t.Errorf("events %v, want batch.fallback then batch.completed", m.events)
 	}
 }
