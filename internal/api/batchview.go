@@ -3,7 +3,6 @@ package api
 import (
 	"time"
 
-	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/ledger"
@@ -30,9 +29,9 @@ type jobView struct {
 	ExpectedBy *time.Time `json:"expected_by,omitempty"`
 	// Finished is when the last part ended; Harvested when its results and
 	// usage were in.
-	Finished      *time.Time             `json:"finished,omitempty"`
-	Harvested     *time.Time             `json:"harvested,omitempty"`
-	RequestCounts azopenai.RequestCounts `json:"request_counts"`
+	Finished      *time.Time          `json:"finished,omitempty"`
+	Harvested     *time.Time          `json:"harvested,omitempty"`
+	RequestCounts batch.RequestCounts `json:"request_counts"`
 	// Outcomes and Usage count the harvested parts so far.
 	Outcomes batch.Counts     `json:"outcomes"`
 	Usage    ledger.UsageView `json:"usage"`
@@ -41,12 +40,12 @@ type jobView struct {
 }
 
 type partView struct {
-	Index           int              `json:"index"`
-	Status          batch.PartStatus `json:"status"`
-	AzureStatus     azopenai.Status  `json:"azure_status,omitempty"`
-	AzureBatchID    string           `json:"azure_batch_id,omitempty"`
-	Items           int              `json:"items"`
-	EstimatedTokens int64            `json:"estimated_tokens"`
+	Index           int               `json:"index"`
+	Status          batch.PartStatus  `json:"status"`
+	AzureStatus     batch.AzureStatus `json:"azure_status,omitempty"`
+	AzureBatchID    string            `json:"azure_batch_id,omitempty"`
+	Items           int               `json:"items"`
+	EstimatedTokens int64             `json:"estimated_tokens"`
 	// Deployment is where the part runs (or is tried next), at Price;
 	// Placement and PlacementDetail say why it went there.
 	Deployment      string         `json:"deployment"`
@@ -56,15 +55,15 @@ type partView struct {
 	HeldReason      string         `json:"held_reason,omitempty"`
 	// Packed: the part's items run in a batch shared with other small
 	// jobs; its counts, results and usage are its own.
-	Packed        bool                   `json:"packed,omitempty"`
-	NextAttemptAt *time.Time             `json:"next_attempt_at,omitempty"`
-	RequestCounts azopenai.RequestCounts `json:"request_counts"`
-	Errors        []partError            `json:"errors,omitempty"`
-	Submitted     *time.Time             `json:"submitted,omitempty"`
-	ExpectedBy    *time.Time             `json:"expected_by,omitempty"`
-	Finished      *time.Time             `json:"finished,omitempty"`
-	Harvested     *time.Time             `json:"harvested,omitempty"`
-	Fallback      *fallbackView          `json:"fallback,omitempty"`
+	Packed        bool                `json:"packed,omitempty"`
+	NextAttemptAt *time.Time          `json:"next_attempt_at,omitempty"`
+	RequestCounts batch.RequestCounts `json:"request_counts"`
+	Errors        []partError         `json:"errors,omitempty"`
+	Submitted     *time.Time          `json:"submitted,omitempty"`
+	ExpectedBy    *time.Time          `json:"expected_by,omitempty"`
+	Finished      *time.Time          `json:"finished,omitempty"`
+	Harvested     *time.Time          `json:"harvested,omitempty"`
+	Fallback      *fallbackView       `json:"fallback,omitempty"`
 }
 
 // fallbackView is a part's run through the synchronous deployment, for

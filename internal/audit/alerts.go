@@ -8,12 +8,12 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/alert"
-	"github.com/offpath/offpath/internal/azopenai"
+	"github.com/offpath/offpath/internal/batch"
 )
 
 // alertBatch raises second_door, or batch_orphaned, for b and returns its
 // record.
-func (a *Auditor) alertBatch(ctx context.Context, r *run, b azopenai.Batch, name string) Record {
+func (a *Auditor) alertBatch(ctx context.Context, r *run, b batch.AzureBatch, name string) Record {
 	now := r.inv.now
 	in := a.inputFile(ctx, r, b.InputFileID)
 	fields := map[string]any{
@@ -48,19 +48,19 @@ func (a *Auditor) alertBatch(ctx context.Context, r *run, b azopenai.Batch, name
 // inputFile describes a batch's input file from the listing, or by asking
 // Azure when the listing missed it; Bytes is -1 when it is gone (or could
 // not be read: the alert goes out regardless).
-func (a *Auditor) inputFile(ctx context.Context, r *run, id string) azopenai.File {
+func (a *Auditor) inputFile(ctx context.Context, r *run, id string) batch.AzureFile {
 	if id == "" {
-		return azopenai.File{Bytes: -1}
+		return batch.AzureFile{Bytes: -1}
 	}
 	if f, ok := r.inv.byID[id]; ok {
 		return f
 	}
 	f, err := a.o.Azure.GetFile(ctx, id)
 	if err != nil {
-		if !errors.Is(err, azopenai.ErrNotFound) {
+		if !errors.Is(err, batch.ErrAzureNotFound) {
 			zerolog.Ctx(ctx).Warn().Err(err).Str("file_id", id).Msg("input file of a second-door batch not read")
 		}
-		return azopenai.File{ID: id, Bytes: -1}
+		return batch.AzureFile{ID: id, Bytes: -1}
 	}
 	return f
 }
@@ -118,7 +118,7 @@ func (r *run) claimed() map[string]bool {
 
 // old reports whether f is at least minAge old; a file without a created
 // time is young.
-func old(f azopenai.File, now time.Time, minAge time.Duration) bool {
+func old(f batch.AzureFile, now time.Time, minAge time.Duration) bool {
 	return !f.CreatedAt.IsZero() && now.Sub(f.CreatedAt) >= minAge
 }
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/alert"
-	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/ledger"
@@ -34,9 +33,9 @@ const DefaultMinAge = time.Hour
 
 // Azure is the resource's Files and Batches API (package azopenai's BatchClient).
 type Azure interface {
-	ListBatches(ctx context.Context) iter.Seq2[azopenai.Batch, error]
-	ListFiles(ctx context.Context, purpose string) iter.Seq2[azopenai.File, error]
-	GetFile(ctx context.Context, id string) (azopenai.File, error)
+	ListBatches(ctx context.Context) iter.Seq2[batch.AzureBatch, error]
+	ListFiles(ctx context.Context, purpose string) iter.Seq2[batch.AzureFile, error]
+	GetFile(ctx context.Context, id string) (batch.AzureFile, error)
 	OpenFileContent(ctx context.Context, id string) (io.ReadCloser, error)
 	DeleteFile(ctx context.Context, id string) error
 }

@@ -173,13 +173,13 @@ func TestRun_FilesGone(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name      string
-		delete    func(b azopenai.Batch) []string
+		delete    func(b batch.AzureBatch) []string
 		wantNote  string
 		wantAlias string
 		wantRows  int
 	}{
-		{"Output", func(b azopenai.Batch) []string { return []string{b.OutputFileID, b.ErrorFileID} }, "output file", "", 0},
-		{"Input", func(b azopenai.Batch) []string { return []string{b.InputFileID} }, "input file", audit.Unknown, 1},
+		{"Output", func(b batch.AzureBatch) []string { return []string{b.OutputFileID, b.ErrorFileID} }, "output file", "", 0},
+		{"Input", func(b batch.AzureBatch) []string { return []string{b.InputFileID} }, "input file", audit.Unknown, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -219,7 +219,7 @@ func TestRun_FailedBatchBooksNothing(t *testing.T) {
 	e := newEnv(t)
 	direct := e.directBatch("bad.jsonl", input(2, "no-such-deployment"))
 	b := e.finish(direct.ID)
-	if b.Status != azopenai.StatusFailed {
+	if b.Status != batch.AzureFailed {
 		t.Fatalf("batch %s, want failed", b.Status)
 	}
 	if s := e.run(); s.Alerted != 1 || s.Booked != 1 {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/batchfile"
 	"github.com/offpath/offpath/internal/catalog"
@@ -28,7 +27,7 @@ import (
 // key comes from the batch id and the alias and deployment, which are
 // recorded before the row is first written, so booking again rewrites the
 // same row, never adds one, even if the input file is gone by then.
-func (a *Auditor) book(ctx context.Context, r *run, b azopenai.Batch, rec Record) (Record, error) {
+func (a *Auditor) book(ctx context.Context, r *run, b batch.AzureBatch, rec Record) (Record, error) {
 	log := zerolog.Ctx(ctx)
 	if rec.Deployment == "" {
 		var err error
@@ -56,7 +55,7 @@ func (a *Auditor) book(ctx context.Context, r *run, b azopenai.Batch, rec Record
 		}
 		files++
 		n, err := a.meter(ctx, f.id, &u)
-		if errors.Is(err, azopenai.ErrNotFound) {
+		if errors.Is(err, batch.ErrAzureNotFound) {
 			notes = append(notes, f.kind+" file "+f.id+" is gone: its usage is unknown")
 			continue
 		}
@@ -177,7 +176,7 @@ func (a *Auditor) deployment(ctx context.Context, inputFileID string) (dep, note
 		return "", "no input file: deployment unknown", nil
 	}
 	body, err := a.o.Azure.OpenFileContent(ctx, inputFileID)
-	if errors.Is(err, azopenai.ErrNotFound) {
+	if errors.Is(err, batch.ErrAzureNotFound) {
 		return "", "input file " + inputFileID + " is gone: deployment unknown", nil
 	}
 	if err != nil {

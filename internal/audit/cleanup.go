@@ -8,7 +8,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/catalog"
 )
@@ -77,7 +76,7 @@ func (a *Auditor) cleanup(ctx context.Context, r *run) {
 		}
 		err := a.o.Azure.DeleteFile(ctx, f.ID)
 		switch {
-		case errors.Is(err, azopenai.ErrNotFound):
+		case errors.Is(err, batch.ErrAzureNotFound):
 		case err != nil:
 			log.Warn().Err(err).Str("file_id", f.ID).Str("job", job).Msg("offpath leftover file not deleted; retried next run")
 			r.sum.Errors++
@@ -93,7 +92,7 @@ func (a *Auditor) cleanup(ctx context.Context, r *run) {
 // purpose "batch", named {job}.part{N}.jsonl or, for a part moved to
 // another deployment, {job}.part{N}.{deployment}.jsonl (package batch's upload) with
 // a well-formed job id; "" for any other file.
-func offpathInput(f azopenai.File) string {
+func offpathInput(f batch.AzureFile) string {
 	if f.Purpose != "batch" {
 		return ""
 	}

@@ -10,7 +10,7 @@
 // # Whose is it
 //
 // A batch offpath created carries its submission key in its metadata
-// (offpath_job, offpath_part, offpath_attempt; see package azopenai), and
+// (offpath_job, offpath_part, offpath_attempt; see package batch), and
 // it is offpath's only if its job claims it: the job's part names it (now
 // or among its earlier attempts), or will (the part is not harvested, has
 // recorded no other batch for the batch's attempt, and has not moved to a

@@ -276,7 +276,7 @@ func (e *env) directBatch(name, content string) *openai.Batch {
 // batch carrying offpath's submission key through the azopenai client, and
 // records it on the job's part, as the poller does (the job row is made
 // if there is none).
-func (e *env) offpathBatch(jobID string, part int, content string) azopenai.Batch {
+func (e *env) offpathBatch(jobID string, part int, content string) batch.AzureBatch {
 	e.t.Helper()
 	b := e.keyedBatch(jobID, part, content)
 	ctx := context.Background()
@@ -301,10 +301,10 @@ func (e *env) offpathBatch(jobID string, part int, content string) azopenai.Batc
 // keyedBatch is offpathBatch without the job's record of it: the batch
 // carries offpath's key (and tenant contoso in its metadata), and no job
 // claims it.
-func (e *env) keyedBatch(jobID string, part int, content string) azopenai.Batch {
+func (e *env) keyedBatch(jobID string, part int, content string) batch.AzureBatch {
 	e.t.Helper()
 	f := e.offpathFile(jobID, part, content)
-	c, err := e.azure.CreateBatch(context.Background(), azopenai.Submission{InputFileID: f.ID, JobID: jobID, Part: part,
+	c, err := e.azure.CreateBatch(context.Background(), batch.Submission{InputFileID: f.ID, JobID: jobID, Part: part,
 		Metadata: map[string]string{"tenant": "contoso", "alias": "summarize"}})
 	if err != nil {
 		e.t.Fatalf("CreateBatch: %v", err)
@@ -313,7 +313,7 @@ func (e *env) keyedBatch(jobID string, part int, content string) azopenai.Batch 
 }
 
 // offpathFile uploads a file named as package batch names its inputs.
-func (e *env) offpathFile(jobID string, part int, content string) azopenai.File {
+func (e *env) offpathFile(jobID string, part int, content string) batch.AzureFile {
 	e.t.Helper()
 	f, err := e.azure.UploadFile(context.Background(), fmt.Sprintf("%s.part%d.jsonl", jobID, part), strings.NewReader(content), int64(len(content)))
 	if err != nil {
@@ -324,9 +324,9 @@ func (e *env) offpathFile(jobID string, part int, content string) azopenai.File 
 
 // finish moves the simulator's clock until the batch has ended with its
 // files.
-func (e *env) finish(id string) azopenai.Batch {
+func (e *env) finish(id string) batch.AzureBatch {
 	e.t.Helper()
-	var b azopenai.Batch
+	var b batch.AzureBatch
 	if !poll.Within(20*time.Second, func() bool {
 		var err error
 		if b, err = e.azure.GetBatch(context.Background(), id); err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batch"
 )
 
@@ -36,7 +35,7 @@ const (
 // whose decides whether offpath's job claims b, reading each job once per
 // run. The job's tenant is the batch's "tenant" metadata, else the active
 // index's.
-func (a *Auditor) whose(ctx context.Context, r *run, b azopenai.Batch) (claim, error) {
+func (a *Auditor) whose(ctx context.Context, r *run, b batch.AzureBatch) (claim, error) {
 	id, part, attempt, _ := b.Submission()
 	j, err := r.job(ctx, a.o.Jobs, id, cmp.Or(b.Metadata["tenant"], r.inv.active[id]))
 	if errors.Is(err, batch.ErrNotFound) {
@@ -80,9 +79,9 @@ func (r *run) job(ctx context.Context, jobs Jobs, id, tenantID string) (batch.Jo
 
 // alertOrphan raises batch_orphaned for b and returns its record, with the
 // tenant its usage is booked to.
-func (a *Auditor) alertOrphan(ctx context.Context, r *run, b azopenai.Batch) Record {
+func (a *Auditor) alertOrphan(ctx context.Context, r *run, b batch.AzureBatch) Record {
 	rec := a.alertBatch(ctx, r, b, AlertOrphan)
-	rec.Job = b.Metadata[azopenai.MetaJob]
+	rec.Job = b.Metadata[batch.MetaJob]
 	rec.Tenant = b.Metadata["tenant"]
 	return rec
 }

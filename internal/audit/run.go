@@ -6,7 +6,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batch"
 )
 
@@ -14,9 +13,9 @@ import (
 // batches, then the active jobs, then the audit's own records.
 type inventory struct {
 	now     time.Time
-	files   []azopenai.File
-	byID    map[string]azopenai.File
-	batches []azopenai.Batch
+	files   []batch.AzureFile
+	byID    map[string]batch.AzureFile
+	batches []batch.AzureBatch
 	active  map[string]string // job id → tenant
 	seen    map[Kind]map[string]Record
 }
@@ -127,7 +126,7 @@ type run struct {
 // before anything of it is uploaded, so a job marked after the read cannot
 // own a file listed before it.
 func (a *Auditor) read(ctx context.Context) (*inventory, error) {
-	inv := &inventory{now: a.now(), byID: map[string]azopenai.File{}, active: map[string]string{}, seen: map[Kind]map[string]Record{}}
+	inv := &inventory{now: a.now(), byID: map[string]batch.AzureFile{}, active: map[string]string{}, seen: map[Kind]map[string]Record{}}
 	for f, err := range a.o.Azure.ListFiles(ctx, "") {
 		if err != nil {
 			return nil, wrap("list files", err)

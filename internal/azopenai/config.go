@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/offpath/offpath/internal/batch"
 )
 
 // Surface is one of Azure OpenAI's two data-plane APIs.
@@ -37,8 +38,8 @@ const (
 	// Azure bounds both expiries to 14..30 days (OpenAI allows one hour).
 	MinExpiry           = 14 * 24 * time.Hour
 	MaxExpiry           = 30 * 24 * time.Hour
-	DefaultFileExpiry   = MinExpiry // input files are deleted once the job ends
-	DefaultOutputExpiry = MaxExpiry // outputs are copied at once; the margin is for outages
+	DefaultFileExpiry   = MinExpiry                 // input files are deleted once the job ends
+	DefaultOutputExpiry = batch.DefaultOutputExpiry // MaxExpiry: outputs are copied at once; the margin is for outages
 )
 
 // BatchConfig configures a BatchClient. Exactly one of APIKey and Credential is set.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/azopenai"
+	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/outcome"
 )
@@ -26,9 +27,9 @@ func TestCreate_QuotaFailFast(t *testing.T) {
 			c := env.client(t, sf.cfg)
 			in := writeInput(t, t.TempDir(), "quota", batchDep, items(20, "t"))
 			file := upload(t, ctx, c, in)
-			_, err := c.CreateBatch(ctx, azopenai.Submission{InputFileID: file.ID, JobID: "quota"})
-			var qe *azopenai.QuotaError
-			if !errors.Is(err, azopenai.ErrQuotaFull) || !errors.As(err, &qe) || outcome.Of(err) != outcome.Transient {
+			_, err := c.CreateBatch(ctx, batch.Submission{InputFileID: file.ID, JobID: "quota"})
+			var qe *batch.QuotaError
+			if !errors.Is(err, batch.ErrQuotaFull) || !errors.As(err, &qe) || outcome.Of(err) != outcome.Transient {
 				t.Fatalf("CreateBatch error = %v, want ErrQuotaFull, transient", err)
 			}
 			if qe.EnqueuedTokens != in.part.EstimatedTokens || qe.MaxEnqueuedTokens != 100 {
@@ -49,15 +50,15 @@ func TestCreate_QuotaAtValidation(t *testing.T) {
 		EnqueuedTokenQuota: 100, QuotaBehaviour: aoaisim.QuotaFailAtValidation}), nil)
 	c := env.client(t, azopenai.BatchConfig{APIKey: aoaisim.DefaultKey, Surface: azopenai.Classic})
 	file := upload(t, ctx, c, writeInput(t, t.TempDir(), "quota", batchDep, items(20, "t")))
-	created, err := c.CreateBatch(ctx, azopenai.Submission{InputFileID: file.ID, JobID: "quota"})
+	created, err := c.CreateBatch(ctx, batch.Submission{InputFileID: file.ID, JobID: "quota"})
 	if err != nil {
 		t.Fatalf("CreateBatch: %v", err)
 	}
 	b := waitFiles(t, ctx, c, created.Batch.ID)
-	if b.Status != azopenai.StatusFailed || len(b.Errors) == 0 || b.Errors[0].Code != "token_limit_exceeded" {
+	if b.Status != batch.AzureFailed || len(b.Errors) == 0 || b.Errors[0].Code != "token_limit_exceeded" {
 		t.Fatalf("batch = %+v, want failed with token_limit_exceeded", b)
 	}
-	if err := b.Err(); !errors.Is(err, azopenai.ErrQuotaFull) || outcome.Of(err) != outcome.Transient {
+	if err := b.Err(); !errors.Is(err, batch.ErrQuotaFull) || outcome.Of(err) != outcome.Transient {
 		t.Errorf("Batch.Err() = %v, want ErrQuotaFull, transient", err)
 	}
 }
@@ -68,12 +69,12 @@ func TestBatchErr_ValidationFailureIsRejected(t *testing.T) {
 	env := newSim(t, simConfig(), nil)
 	c := env.client(t, azopenai.BatchConfig{APIKey: aoaisim.DefaultKey})
 	file := upload(t, ctx, c, writeInput(t, t.TempDir(), "wrongdep", "no-such-deployment", items(2, "t")))
-	created, err := c.CreateBatch(ctx, azopenai.Submission{InputFileID: file.ID, JobID: "wrongdep"})
+	created, err := c.CreateBatch(ctx, batch.Submission{InputFileID: file.ID, JobID: "wrongdep"})
 	if err != nil {
 		t.Fatalf("CreateBatch: %v", err)
 	}
 	b := waitFiles(t, ctx, c, created.Batch.ID)
-	if err := b.Err(); b.Status != azopenai.StatusFailed || outcome.Of(err) != outcome.Rejected || errors.Is(err, azopenai.ErrQuotaFull) {
+	if err := b.Err(); b.Status != batch.AzureFailed || outcome.Of(err) != outcome.Rejected || errors.Is(err, batch.ErrQuotaFull) {
 		t.Errorf("batch %s, Err() = %v, want failed and rejected", b.Status, err)
 	}
 }
@@ -151,7 +152,7 @@ func TestCreate_AmbiguousFailure(t *testing.T) {
 				env := newSim(t, simConfig(), createFault(tt.mode))
 				c := env.client(t, azopenai.BatchConfig{APIKey: aoaisim.DefaultKey, Surface: sf, RequestTimeout: 500 * time.Millisecond})
 				file := upload(t, ctx, c, writeInput(t, t.TempDir(), "amb", batchDep, items(3, "t")))
-				s := azopenai.Submission{InputFileID: file.ID, JobID: "amb", Part: 1, Attempt: 2}
+				s := batch.Submission{InputFileID: file.ID, JobID: "amb", Part: 1, Attempt: 2}
 				created, err := c.CreateBatch(ctx, s)
 				if err != nil {
 					t.Fatalf("CreateBatch: %v", err)
@@ -185,8 +186,8 @@ func TestCreate_PersistentFailureIsAmbiguous(t *testing.T) {
 	env := newSim(t, cfg, nil)
 	c := env.client(t, azopenai.BatchConfig{APIKey: aoaisim.DefaultKey, MaxAttempts: 2})
 	file := upload(t, ctx, c, writeInput(t, t.TempDir(), "p", batchDep, items(1, "t")))
-	_, err := c.CreateBatch(ctx, azopenai.Submission{InputFileID: file.ID, JobID: "p"})
-	if !errors.Is(err, azopenai.ErrAmbiguous) || outcome.Of(err) != outcome.Transient {
+	_, err := c.CreateBatch(ctx, batch.Submission{InputFileID: file.ID, JobID: "p"})
+	if !errors.Is(err, batch.ErrAmbiguous) || outcome.Of(err) != outcome.Transient {
 		t.Errorf("CreateBatch error = %v, want ErrAmbiguous, transient", err)
 	}
 	st := env.sim.State()
@@ -201,25 +202,25 @@ func TestCreate_NewAttemptIsANewBatch(t *testing.T) {
 	env := newSim(t, simConfig(), nil)
 	c := env.client(t, azopenai.BatchConfig{APIKey: aoaisim.DefaultKey})
 	file := upload(t, ctx, c, writeInput(t, t.TempDir(), "n", batchDep, items(1, "t")))
-	first, err := c.CreateBatch(ctx, azopenai.Submission{InputFileID: file.ID, JobID: "n"})
+	first, err := c.CreateBatch(ctx, batch.Submission{InputFileID: file.ID, JobID: "n"})
 	if err != nil {
 		t.Fatalf("CreateBatch: %v", err)
 	}
-	second, err := c.CreateBatch(ctx, azopenai.Submission{InputFileID: file.ID, JobID: "n", Attempt: 1, MaybeCreated: true})
+	second, err := c.CreateBatch(ctx, batch.Submission{InputFileID: file.ID, JobID: "n", Attempt: 1, MaybeCreated: true})
 	if err != nil || second.Recovered || second.Batch.ID == first.Batch.ID {
 		t.Errorf("attempt 1 = %+v, %v; want a new batch", second, err)
 	}
 	// An upload whose reply was lost is uploaded again: the batch found by
 	// the key is still the submission's, with the file it was created on.
 	other := upload(t, ctx, c, writeInput(t, t.TempDir(), "n", batchDep, items(2, "t")))
-	again, err := c.CreateBatch(ctx, azopenai.Submission{InputFileID: other.ID, JobID: "n", MaybeCreated: true, Since: time.Now()})
+	again, err := c.CreateBatch(ctx, batch.Submission{InputFileID: other.ID, JobID: "n", MaybeCreated: true, Since: time.Now()})
 	if err != nil || !again.Recovered || again.Batch.ID != first.Batch.ID || again.Batch.InputFileID != file.ID {
 		t.Errorf("same key, another file = %+v, %v; want batch %s recovered on its own file %s", again, err, first.Batch.ID, file.ID)
 	}
 	if n := len(env.sim.State().Batches); n != 2 {
 		t.Errorf("%d batches, want 2 (attempts 0 and 1)", n)
 	}
-	for name, s := range map[string]azopenai.Submission{
+	for name, s := range map[string]batch.Submission{
 		"no file":       {JobID: "n"},
 		"no job":        {InputFileID: file.ID},
 		"reserved meta": {InputFileID: file.ID, JobID: "n", Metadata: map[string]string{"offpath_job": "x"}},

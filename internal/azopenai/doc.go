@@ -12,18 +12,19 @@
 // # Errors
 //
 // Every failure is classified once, by the table below (classify); the
-// sentinels are for errors.Is, and every returned error is classified for
-// outcome.Of:
+// sentinels are for errors.Is (all but ErrContentFilter are package
+// batch's: the control plane's vocabulary for Azure's answers), and every
+// returned error is classified for outcome.Of:
 //
 //	what Azure answered                      outcome     sentinel          in-process retry
 //	400 content_filter                       Refused     ErrContentFilter  no: a result (queue calls)
 //	400 token_limit_exceeded (create)        Transient   ErrQuotaFull      no: hold and resubmit
-//	batch failed: token_limit_exceeded       Transient   ErrQuotaFull      (Batch.Err) resubmit, new attempt
-//	batch failed: other validation error     Rejected    -                 (Batch.Err)
+//	batch failed: token_limit_exceeded       Transient   ErrQuotaFull      (AzureBatch.Err) resubmit, new attempt
+//	batch failed: other validation error     Rejected    -                 (AzureBatch.Err)
 //	other 400, 413, 422 ...                  Rejected    -                 no
-//	401, 403                                 Transient   ErrAuth           no: configuration, alert
-//	404                                      Rejected    ErrNotFound       no
-//	409                                      Rejected    ErrConflict       no
+//	401, 403                                 Transient   ErrAzureAuth      no: configuration, alert
+//	404                                      Rejected    ErrAzureNotFound  no
+//	409                                      Rejected    ErrAzureConflict  no
 //	408, 429, 5xx                            Transient   -                 yes, Retry-After honoured
 //	connection error, attempt timeout        Transient   -                 yes
 //	create with unknown outcome, unresolved  Transient   ErrAmbiguous      lookup first, then yes
@@ -85,6 +86,11 @@
 // stops the newest-first listing at batches older than the job). A batch
 // found by its key is the submission's whatever input file it names. See
 // [BatchClient.CreateBatch].
+//
+// The values the batch calls take and return (AzureBatch, AzureFile,
+// Submission, Created, the metadata keys) are package batch's, as the
+// control plane sees them; this package reads Azure's wire format into
+// them and keeps the SDK's types to itself.
 //
 // [BatchClient.UploadFile] streams the multipart body (openai-go's
 // Files.New buffers it whole); [BatchClient.OpenFileContent] hands back the

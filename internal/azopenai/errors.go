@@ -11,56 +11,17 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/outcome"
 )
 
-// Sentinels the control plane tests with errors.Is. Every error this package
-// returns is also classified for outcome.Of (see the package documentation
-// for the table).
-var (
-	// ErrQuotaFull: the deployment's enqueued-token quota cannot take the job
-	// now (HTTP 400 token_limit_exceeded at create, or a batch failed with it
-	// during validation). Hold the job and resubmit later; the input file is
-	// still good. Transient.
-	ErrQuotaFull = errors.New("enqueued-token quota full")
-	// ErrAmbiguous: a create may or may not have reached Azure. The next
-	// CreateBatch for the same submission must set MaybeCreated. Transient.
-	ErrAmbiguous = errors.New("batch create outcome unknown")
-	// ErrAuth: HTTP 401/403, a configuration problem (key, role, scope). It is
-	// transient so that jobs are held rather than lost while it is fixed;
-	// alert on it.
-	ErrAuth = errors.New("not authorized")
-	// ErrNotFound: HTTP 404, the file or batch does not exist (or the
-	// endpoint is wrong). Rejected.
-	ErrNotFound = errors.New("not found")
-	// ErrConflict: HTTP 409, e.g. cancelling a batch that is finalizing or
-	// done; or a lookup found our submission key on a batch with another
-	// input file. Rejected.
-	ErrConflict = errors.New("conflict")
-	// ErrContentFilter: HTTP 400 content_filter, the prompt was blocked. A
-	// result, not a failure: the queue calls turn it into a refusal.
-	ErrContentFilter = errors.New("content filter")
-)
-
-// QuotaError details ErrQuotaFull. Token counts are -1 when Azure did not
-// report them.
-type QuotaError struct {
-	Status            int // HTTP status of the refused create; 0 for a failed batch
-	Code              string
-	Message           string
-	EnqueuedTokens    int64 // deployment-enqueued-tokens: this file's estimate
-	MaxEnqueuedTokens int64 // deployment-maximum-enqueued-tokens
-}
-
-func (e *QuotaError) Error() string {
-	if e.Status != 0 {
-		return fmt.Sprintf("%s: HTTP %d %s: %s", ErrQuotaFull, e.Status, e.Code, clip(e.Message))
-	}
-	return fmt.Sprintf("%s: %s: %s", ErrQuotaFull, e.Code, clip(e.Message))
-}
-
-// Is makes errors.Is(err, ErrQuotaFull) hold.
-func (e *QuotaError) Is(target error) bool { return target == ErrQuotaFull }
+// ErrContentFilter: HTTP 400 content_filter, the prompt was blocked. A
+// result, not a failure: the queue calls turn it into a refusal. The other
+// sentinels are the control plane's (package batch: ErrQuotaFull,
+// ErrAmbiguous, ErrAzureAuth, ErrAzureNotFound, ErrAzureConflict); every
+// error this package returns is also classified for outcome.Of (see the
+// package documentation for the table).
+var ErrContentFilter = errors.New("content filter")
 
 // classify turns an error of an SDK call into this package's vocabulary,
 // once for every call, the queue's and the batch path's: an *openai.Error by
@@ -82,15 +43,15 @@ func classify(err error) error {
 	case st == http.StatusBadRequest && apiErr.Code == "content_filter":
 		return &outcome.Error{Kind: outcome.Refused, Reason: "content_filter", Err: fmt.Errorf("%w: %w", ErrContentFilter, desc)}
 	case st == http.StatusBadRequest && isTokenLimit(apiErr):
-		return outcome.Retry(&QuotaError{Status: st, Code: apiErr.Code, Message: apiErr.Message,
+		return outcome.Retry(&batch.QuotaError{Status: st, Code: apiErr.Code, Message: apiErr.Message,
 			EnqueuedTokens:    headerInt(apiErr.Response, "deployment-enqueued-tokens"),
 			MaxEnqueuedTokens: headerInt(apiErr.Response, "deployment-maximum-enqueued-tokens")}, 0)
 	case st == http.StatusUnauthorized || st == http.StatusForbidden:
-		return outcome.Retry(fmt.Errorf("%w: %w", ErrAuth, desc), 0)
+		return outcome.Retry(fmt.Errorf("%w: %w", batch.ErrAzureAuth, desc), 0)
 	case st == http.StatusNotFound:
-		return outcome.Reject("azure: not found", fmt.Errorf("%w: %w", ErrNotFound, desc))
+		return outcome.Reject("azure: not found", fmt.Errorf("%w: %w", batch.ErrAzureNotFound, desc))
 	case st == http.StatusConflict:
-		return outcome.Reject("azure: conflict", fmt.Errorf("%w: %w", ErrConflict, desc))
+		return outcome.Reject("azure: conflict", fmt.Errorf("%w: %w", batch.ErrAzureConflict, desc))
 	case st == http.StatusRequestTimeout || st == http.StatusTooManyRequests || st >= 500:
 		return outcome.Retry(desc, retryAfter(apiErr.Response))
 	default:

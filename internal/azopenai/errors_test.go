@@ -2,7 +2,6 @@ package azopenai_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/azopenai"
+	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/outcome"
 )
@@ -48,12 +48,12 @@ func TestClassification(t *testing.T) {
 		hint     time.Duration
 	}{
 		{"400 invalid", 400, nil, azErr("invalid_request"), outcome.Rejected, nil, 0},
-		{"400 quota in code", 400, nil, azErr("token_limit_exceeded"), outcome.Transient, azopenai.ErrQuotaFull, 0},
-		{"400 quota in message only", 400, nil, `{"error":{"code":"invalid_request","message":"Enqueued token limit reached (token_limit_exceeded)"}}`, outcome.Transient, azopenai.ErrQuotaFull, 0},
-		{"401", 401, nil, azErr("401"), outcome.Transient, azopenai.ErrAuth, 0},
-		{"403", 403, nil, azErr("PermissionDenied"), outcome.Transient, azopenai.ErrAuth, 0},
-		{"404", 404, nil, azErr("404"), outcome.Rejected, azopenai.ErrNotFound, 0},
-		{"409", 409, nil, azErr("invalid_request"), outcome.Rejected, azopenai.ErrConflict, 0},
+		{"400 quota in code", 400, nil, azErr("token_limit_exceeded"), outcome.Transient, batch.ErrQuotaFull, 0},
+		{"400 quota in message only", 400, nil, `{"error":{"code":"invalid_request","message":"Enqueued token limit reached (token_limit_exceeded)"}}`, outcome.Transient, batch.ErrQuotaFull, 0},
+		{"401", 401, nil, azErr("401"), outcome.Transient, batch.ErrAzureAuth, 0},
+		{"403", 403, nil, azErr("PermissionDenied"), outcome.Transient, batch.ErrAzureAuth, 0},
+		{"404", 404, nil, azErr("404"), outcome.Rejected, batch.ErrAzureNotFound, 0},
+		{"409", 409, nil, azErr("invalid_request"), outcome.Rejected, batch.ErrAzureConflict, 0},
 		{"413", 413, nil, azErr("too_large"), outcome.Rejected, nil, 0},
 		{"429 retry-after-ms", 429, http.Header{"Retry-After-Ms": {"1500"}}, azErr("429"), outcome.Transient, nil, 1500 * time.Millisecond},
 		{"429 Retry-After", 429, http.Header{"Retry-After": {"7"}}, azErr("429"), outcome.Transient, nil, 7 * time.Second},
@@ -103,7 +103,7 @@ func TestRetry_HonoursRetryAfter(t *testing.T) {
 	})
 	c := env.client(t, azopenai.BatchConfig{APIKey: aoaisim.DefaultKey})
 	file := upload(t, ctx, c, writeInput(t, t.TempDir(), "r", batchDep, items(1, "t")))
-	created, err := c.CreateBatch(ctx, azopenai.Submission{InputFileID: file.ID, JobID: "r"})
+	created, err := c.CreateBatch(ctx, batch.Submission{InputFileID: file.ID, JobID: "r"})
 	if err != nil {
 		t.Fatalf("CreateBatch: %v", err)
 	}
@@ -146,7 +146,7 @@ func TestRetry_BudgetAndLongWaits(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	if _, err := c.GetBatch(context.Background(), "b"); !errors.Is(err, azopenai.ErrAuth) || n.Load() != 1 {
+	if _, err := c.GetBatch(context.Background(), "b"); !errors.Is(err, batch.ErrAzureAuth) || n.Load() != 1 {
 		t.Errorf("GetBatch = %v after %d requests, want ErrAuth at once", err, n.Load())
 	}
 }
@@ -190,7 +190,7 @@ func TestAuthHeaders(t *testing.T) {
 				})
 			})
 			c := env.client(t, sf.cfg)
-			if _, err := c.GetBatch(testContext(t), "batch_missing"); !errors.Is(err, azopenai.ErrNotFound) {
+			if _, err := c.GetBatch(testContext(t), "batch_missing"); !errors.Is(err, batch.ErrAzureNotFound) {
 				t.Errorf("GetBatch(missing) = %v, want ErrNotFound", err)
 			}
 			if v := bad.Load(); v != nil {
@@ -220,18 +220,5 @@ func TestConfig_Validate(t *testing.T) {
 	}
 	if err := (azopenai.BatchConfig{Endpoint: "https://r.openai.azure.com/", Credential: entraCred{}}).Validate(); err != nil {
 		t.Errorf("Validate(minimal) = %v", err)
-	}
-}
-
-// TestRequestCounts_JSON pins the counts' JSON: Azure's snake_case, and a
-// job stored while they were written capitalised still reads.
-func TestRequestCounts_JSON(t *testing.T) {
-	b, err := json.Marshal(azopenai.RequestCounts{Total: 3, Completed: 2, Failed: 1})
-	if err != nil || string(b) != `{"total":3,"completed":2,"failed":1}` {
-		t.Errorf("RequestCounts marshals to %s (%v)", b, err)
-	}
-	var old azopenai.RequestCounts
-	if err := json.Unmarshal([]byte(`{"Total":3,"Completed":2,"Failed":1}`), &old); err != nil || old != (azopenai.RequestCounts{Total: 3, Completed: 2, Failed: 1}) {
-		t.Errorf("a stored capitalised row reads as %+v (%v)", old, err)
 	}
 }

@@ -10,29 +10,20 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/outcome"
 )
 
-// File is a file on the resource.
-type File struct {
-	ID        string
-	Filename  string
-	Purpose   string // "batch" for inputs, "batch_output" for outputs
-	Status    string // "pending", "processed" or "error"
-	Bytes     int64
-	CreatedAt time.Time
-	ExpiresAt time.Time // zero when the file does not expire
-}
-
-func fromSDKFile(fo *openai.FileObject) File {
-	f := File{ID: fo.ID, Filename: fo.Filename, Purpose: string(fo.Purpose), Status: string(fo.Status), Bytes: fo.Bytes,
+// fromSDKFile reads a file's metadata off the wire.
+func fromSDKFile(fo *openai.FileObject) batch.AzureFile {
+	f := batch.AzureFile{ID: fo.ID, Filename: fo.Filename, Purpose: string(fo.Purpose), Status: string(fo.Status), Bytes: fo.Bytes,
 		CreatedAt: unixOrISO(fo.CreatedAt, fo.JSON.CreatedAt), ExpiresAt: unixOrISO(fo.ExpiresAt, fo.JSON.ExpiresAt)}
 	return f
 }
 
 // GetFile returns a file's metadata.
-func (c *BatchClient) GetFile(ctx context.Context, id string) (File, error) {
-	var f File
+func (c *BatchClient) GetFile(ctx context.Context, id string) (batch.AzureFile, error) {
+	var f batch.AzureFile
 	err := c.retry(ctx, "get file "+id, func(ctx context.Context) error {
 		fo, err := c.oai.Files.Get(ctx, id)
 		if err == nil {
@@ -46,11 +37,11 @@ func (c *BatchClient) GetFile(ctx context.Context, id string) (File, error) {
 // AwaitFile polls a new file every interval until it is processed. Older
 // Azure versions answer an upload with "pending"; a batch created before
 // "processed" is refused. A file in status "error" is rejected.
-func (c *BatchClient) AwaitFile(ctx context.Context, id string, interval time.Duration) (File, error) {
+func (c *BatchClient) AwaitFile(ctx context.Context, id string, interval time.Duration) (batch.AzureFile, error) {
 	for {
 		f, err := c.GetFile(ctx, id)
 		if err != nil {
-			return File{}, err
+			return batch.AzureFile{}, err
 		}
 		switch f.Status {
 		case "processed", "":
@@ -59,7 +50,7 @@ func (c *BatchClient) AwaitFile(ctx context.Context, id string, interval time.Du
 			return f, outcome.Reject("azure: input file processing failed", fmt.Errorf("file %s: status error", id))
 		}
 		if err := sleep(ctx, interval); err != nil {
-			return File{}, fmt.Errorf("await file %s: %w", id, err)
+			return batch.AzureFile{}, fmt.Errorf("await file %s: %w", id, err)
 		}
 	}
 }
@@ -103,7 +94,7 @@ func (s *streamBody) Close() error {
 }
 
 // DeleteFile deletes a file. Deleting a file that is already gone returns
-// an error wrapping ErrNotFound, which callers cleaning up may ignore.
+// an error wrapping batch.ErrAzureNotFound, which callers cleaning up may ignore.
 func (c *BatchClient) DeleteFile(ctx context.Context, id string) error {
 	return c.retry(ctx, "delete file "+id, func(ctx context.Context) error {
 		_, err := c.oai.Files.Delete(ctx, id)
@@ -114,8 +105,8 @@ func (c *BatchClient) DeleteFile(ctx context.Context, id string) error {
 // ListFiles yields every file with the given purpose ("" for all), page by
 // page, each page retried as an idempotent call. Stop early by breaking out
 // of the loop.
-func (c *BatchClient) ListFiles(ctx context.Context, purpose string) iter.Seq2[File, error] {
-	return func(yield func(File, error) bool) {
+func (c *BatchClient) ListFiles(ctx context.Context, purpose string) iter.Seq2[batch.AzureFile, error] {
+	return func(yield func(batch.AzureFile, error) bool) {
 		after := ""
 		for {
 			params := openai.FileListParams{Limit: openai.Int(int64(c.cfg.ListPageSize))}
@@ -135,7 +126,7 @@ func (c *BatchClient) ListFiles(ctx context.Context, purpose string) iter.Seq2[F
 				return err
 			})
 			if err != nil {
-				yield(File{}, err)
+				yield(batch.AzureFile{}, err)
 				return
 			}
 			for i := range page {
@@ -153,11 +144,11 @@ func (c *BatchClient) ListFiles(ctx context.Context, purpose string) iter.Seq2[F
 
 // FindFile returns the newest batch input file named filename, to resolve
 // an upload whose outcome is unknown.
-func (c *BatchClient) FindFile(ctx context.Context, filename string) (File, bool, error) {
-	var found File
+func (c *BatchClient) FindFile(ctx context.Context, filename string) (batch.AzureFile, bool, error) {
+	var found batch.AzureFile
 	for f, err := range c.ListFiles(ctx, "batch") {
 		if err != nil {
-			return File{}, false, err
+			return batch.AzureFile{}, false, err
 		}
 		if f.Filename == safeFilename(filename) && (found.ID == "" || f.CreatedAt.After(found.CreatedAt)) {
 			found = f

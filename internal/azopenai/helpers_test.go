@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/azopenai"
+	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/batchfile"
 	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/testing/poll"
@@ -161,7 +162,7 @@ func writeInput(t testing.TB, dir, job, deployment string, items []batchfile.Ite
 	return input{path: in, part: parts[0], index: idx, refs: refs}
 }
 
-func upload(t testing.TB, ctx context.Context, c *azopenai.BatchClient, in input) azopenai.File {
+func upload(t testing.TB, ctx context.Context, c *azopenai.BatchClient, in input) batch.AzureFile {
 	t.Helper()
 	f, err := os.Open(in.path)
 	if err != nil {
@@ -176,9 +177,9 @@ func upload(t testing.TB, ctx context.Context, c *azopenai.BatchClient, in input
 }
 
 // waitFiles polls until the batch is terminal with its files reported.
-func waitFiles(t testing.TB, ctx context.Context, c *azopenai.BatchClient, id string) azopenai.Batch {
+func waitFiles(t testing.TB, ctx context.Context, c *azopenai.BatchClient, id string) batch.AzureBatch {
 	t.Helper()
-	var b azopenai.Batch
+	var b batch.AzureBatch
 	if !poll.Within(30*time.Second, func() bool {
 		var err error
 		if b, err = c.GetBatch(ctx, id); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/azopenai"
+	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/batchfile"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/local/aoaisim"
@@ -39,7 +40,7 @@ func TestLifecycle(t *testing.T) {
 			if file.Purpose != "batch" || file.Bytes != in.part.Bytes || file.ExpiresAt.Sub(file.CreatedAt) != azopenai.DefaultFileExpiry {
 				t.Errorf("uploaded file = %+v, want purpose batch, %d bytes, 14-day expiry", file, in.part.Bytes)
 			}
-			created, err := c.CreateBatch(ctx, azopenai.Submission{InputFileID: file.ID, JobID: "job1", Part: 0, Attempt: 0})
+			created, err := c.CreateBatch(ctx, batch.Submission{InputFileID: file.ID, JobID: "job1", Part: 0, Attempt: 0})
 			if err != nil {
 				t.Fatalf("CreateBatch: %v", err)
 			}
@@ -50,7 +51,7 @@ func TestLifecycle(t *testing.T) {
 				t.Errorf("Submission() = %q %d %d %v", job, part, attempt, ok)
 			}
 			b := waitFiles(t, ctx, c, created.Batch.ID)
-			if b.Status != azopenai.StatusCompleted || b.Err() != nil || b.CompletedAt.IsZero() || b.ExpiresAt.IsZero() {
+			if b.Status != batch.AzureCompleted || b.Err() != nil || b.CompletedAt.IsZero() || b.ExpiresAt.IsZero() {
 				t.Fatalf("batch = %+v, want completed with timestamps", b)
 			}
 			out := readResults(t, ctx, c, b.OutputFileID)
@@ -105,14 +106,14 @@ func TestLifecycle(t *testing.T) {
 				t.Errorf("usage sum %+v, simulator counted prompt %d completion %d", sum, dep.PromptTokens, dep.CompletionTokens)
 			}
 
-			if _, err := c.CancelBatch(ctx, b.ID); !errors.Is(err, azopenai.ErrConflict) || outcome.Of(err) != outcome.Rejected {
+			if _, err := c.CancelBatch(ctx, b.ID); !errors.Is(err, batch.ErrAzureConflict) || outcome.Of(err) != outcome.Rejected {
 				t.Errorf("CancelBatch(completed) error = %v, want ErrConflict, rejected", err)
 			}
 			// Harvested: delete the input; a second delete is ErrNotFound.
 			if err := c.DeleteFile(ctx, file.ID); err != nil {
 				t.Errorf("DeleteFile: %v", err)
 			}
-			if err := c.DeleteFile(ctx, file.ID); !errors.Is(err, azopenai.ErrNotFound) {
+			if err := c.DeleteFile(ctx, file.ID); !errors.Is(err, batch.ErrAzureNotFound) {
 				t.Errorf("second DeleteFile error = %v, want ErrNotFound", err)
 			}
 		})
@@ -129,7 +130,7 @@ func TestCancel_PartialOutput(t *testing.T) {
 	c := env.client(t, azopenai.BatchConfig{APIKey: aoaisim.DefaultKey, Surface: azopenai.Classic})
 	in := writeInput(t, t.TempDir(), "cancel", batchDep, items(2000, "t"))
 	file := upload(t, ctx, c, in)
-	created, err := c.CreateBatch(ctx, azopenai.Submission{InputFileID: file.ID, JobID: "cancel", Part: 0})
+	created, err := c.CreateBatch(ctx, batch.Submission{InputFileID: file.ID, JobID: "cancel", Part: 0})
 	if err != nil {
 		t.Fatalf("CreateBatch: %v", err)
 	}
@@ -138,13 +139,13 @@ func TestCancel_PartialOutput(t *testing.T) {
 		if err != nil {
 			t.Fatalf("GetBatch: %v", err)
 		}
-		return b.Status == azopenai.StatusInProgress && b.RequestCounts.Completed > 0
+		return b.Status == batch.AzureInProgress && b.RequestCounts.Completed > 0
 	})
 	b, err := c.CancelBatch(ctx, created.Batch.ID)
 	if err != nil {
 		t.Fatalf("CancelBatch: %v", err)
 	}
-	if b.Status != azopenai.StatusCancelling && b.Status != azopenai.StatusCancelled {
+	if b.Status != batch.AzureCancelling && b.Status != batch.AzureCancelled {
 		t.Errorf("status after cancel = %s", b.Status)
 	}
 	if _, err := c.CancelBatch(ctx, created.Batch.ID); err != nil {
@@ -152,7 +153,7 @@ func TestCancel_PartialOutput(t *testing.T) {
 	}
 	b = waitFiles(t, ctx, c, created.Batch.ID)
 	out := readResults(t, ctx, c, b.OutputFileID)
-	if b.Status != azopenai.StatusCancelled || b.Err() != nil || len(out) == 0 || len(out) >= 2000 || int64(len(out)) != b.RequestCounts.Completed {
+	if b.Status != batch.AzureCancelled || b.Err() != nil || len(out) == 0 || len(out) >= 2000 || int64(len(out)) != b.RequestCounts.Completed {
 		t.Fatalf("cancelled batch %+v with %d output lines, want partial output matching request_counts", b, len(out))
 	}
 	for _, res := range out {
@@ -177,12 +178,12 @@ func TestExpired_PartialOutput(t *testing.T) {
 	c := env.client(t, azopenai.BatchConfig{APIKey: aoaisim.DefaultKey})
 	in := writeInput(t, t.TempDir(), "expire", batchDep, items(100, "t"))
 	file := upload(t, ctx, c, in)
-	created, err := c.CreateBatch(ctx, azopenai.Submission{InputFileID: file.ID, JobID: "expire", Part: 0})
+	created, err := c.CreateBatch(ctx, batch.Submission{InputFileID: file.ID, JobID: "expire", Part: 0})
 	if err != nil {
 		t.Fatalf("CreateBatch: %v", err)
 	}
 	b := waitFiles(t, ctx, c, created.Batch.ID)
-	if b.Status != azopenai.StatusExpired || b.Err() != nil || b.ExpiredAt.IsZero() {
+	if b.Status != batch.AzureExpired || b.Err() != nil || b.ExpiredAt.IsZero() {
 		t.Fatalf("batch = %+v, want expired", b)
 	}
 	out := readResults(t, ctx, c, b.OutputFileID)
@@ -209,7 +210,7 @@ func TestListBatches_Pages(t *testing.T) {
 	file := upload(t, ctx, c, writeInput(t, t.TempDir(), "list", batchDep, items(2, "t")))
 	var ids []string
 	for attempt := range 7 {
-		created, err := c.CreateBatch(ctx, azopenai.Submission{InputFileID: file.ID, JobID: "list", Attempt: attempt})
+		created, err := c.CreateBatch(ctx, batch.Submission{InputFileID: file.ID, JobID: "list", Attempt: attempt})
 		if err != nil {
 			t.Fatalf("CreateBatch: %v", err)
 		}
@@ -271,16 +272,16 @@ func TestQuirks(t *testing.T) {
 	env := newSim(t, cfg, nil)
 	c := env.client(t, azopenai.BatchConfig{APIKey: aoaisim.DefaultKey, Surface: azopenai.V1})
 	file := upload(t, ctx, c, writeInput(t, t.TempDir(), "q", batchDep, items(2, "t")))
-	created, err := c.CreateBatch(ctx, azopenai.Submission{InputFileID: file.ID, JobID: "q"})
+	created, err := c.CreateBatch(ctx, batch.Submission{InputFileID: file.ID, JobID: "q"})
 	if err != nil {
 		t.Fatalf("CreateBatch: %v", err)
 	}
 	b := created.Batch
-	if b.Status != azopenai.StatusValidating || b.CreatedAt.IsZero() || b.ExpiresAt.Sub(b.CreatedAt) != 24*time.Hour ||
+	if b.Status != batch.AzureValidating || b.CreatedAt.IsZero() || b.ExpiresAt.Sub(b.CreatedAt) != 24*time.Hour ||
 		b.OutputFileID != "" || b.FilesReady() || created.EnqueuedTokens != -1 {
 		t.Errorf("created = %+v, want validating, ISO timestamps read, no file ids, enqueued tokens unknown", created)
 	}
-	if b = waitFiles(t, ctx, c, b.ID); b.Status != azopenai.StatusCompleted || b.OutputFileID == "" {
+	if b = waitFiles(t, ctx, c, b.ID); b.Status != batch.AzureCompleted || b.OutputFileID == "" {
 		t.Errorf("batch = %+v, want completed with an output file", b)
 	}
 }
@@ -297,7 +298,7 @@ func TestListBatchStates(t *testing.T) {
 	file := upload(t, ctx, c, writeInput(t, t.TempDir(), "states", batchDep, items(2, "t")))
 	var ids []string // oldest first
 	for attempt := range 7 {
-		created, err := c.CreateBatch(ctx, azopenai.Submission{InputFileID: file.ID, JobID: "states", Attempt: attempt})
+		created, err := c.CreateBatch(ctx, batch.Submission{InputFileID: file.ID, JobID: "states", Attempt: attempt})
 		if err != nil {
 			t.Fatalf("CreateBatch: %v", err)
 		}

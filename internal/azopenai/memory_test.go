@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/offpath/offpath/internal/azopenai"
+	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/batchfile"
 	"github.com/offpath/offpath/internal/local/aoaisim"
 )
@@ -54,7 +55,7 @@ func TestMemory_StreamsUploadAndDownload(t *testing.T) {
 		t.Run(sf.name, func(t *testing.T) {
 			env := newSim(t, simConfig(), nil)
 			c := env.client(t, sf.cfg)
-			var file azopenai.File
+			var file batch.AzureFile
 			up := allocated(func() { file = upload(t, ctx, c, in) })
 			if file.Bytes != in.part.Bytes {
 				t.Fatalf("uploaded %d bytes, want %d", file.Bytes, in.part.Bytes)

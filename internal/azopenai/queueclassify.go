@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/outcome"
 	"github.com/openai/openai-go/v3"
 )
@@ -35,9 +36,9 @@ func queueVerdict(err error) (verdict, time.Duration) {
 	switch {
 	case errors.Is(c, ErrContentFilter):
 		return refused, 0
-	case errors.Is(c, ErrConflict):
+	case errors.Is(c, batch.ErrAzureConflict):
 		return retry, hint
-	case errors.Is(c, ErrAuth), errors.Is(c, ErrNotFound), errors.Is(c, ErrQuotaFull):
+	case errors.Is(c, batch.ErrAzureAuth), errors.Is(c, batch.ErrAzureNotFound), errors.Is(c, batch.ErrQuotaFull):
 		return halt, hint
 	case outcome.Of(c) == outcome.Transient:
 		return retry, hint

@@ -5,19 +5,10 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/offpath/offpath/internal/batch"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 )
-
-// Answer is the service's final answer to one chat completion request sent
-// as it stands: the HTTP status and the response body, exactly as a Global
-// Batch output line carries them ({"error": ...} for a refusal or a
-// rejection).
-type Answer struct {
-	StatusCode int
-	Body       []byte
-	Trace      Trace
-}
 
 // ChatBody sends a chat completion request body (JSON, its model naming
 // deployment) to the deployment, with the same pacing, retries and budget
@@ -25,8 +16,9 @@ type Answer struct {
 // max tokens). A content-filter refusal and any other final 4xx are
 // answers (their status and error body); transient failures that outlast
 // the budget are outcome errors, as for Summarize.
-func (c *QueueClient) ChatBody(ctx context.Context, deployment string, body []byte, charge int64) (Answer, error) {
-	var out Answer
+func (c *QueueClient) ChatBody(ctx context.Context, deployment string, body []byte, charge int64) (batch.Answer, error) {
+	var out batch.Answer
+	var trace Trace
 	var raw []byte
 	err := c.do(ctx, request{
 		deployment: deployment,
@@ -36,7 +28,7 @@ func (c *QueueClient) ChatBody(ctx context.Context, deployment string, body []by
 			raw = nil
 			return c.oa.Post(ctx, "chat/completions", body, &raw, opts...)
 		},
-	}, &out.Trace)
+	}, &trace)
 	var apiErr *openai.Error
 	var sig *refusalSignal
 	switch {

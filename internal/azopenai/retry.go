@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/outcome"
 )
 
@@ -59,7 +60,7 @@ func (c *BatchClient) retry(ctx context.Context, op string, call func(ctx contex
 // shouldRetry decides whether attempt n's classified error is worth another
 // attempt, and after how long.
 func (c *BatchClient) shouldRetry(err error, n int) (time.Duration, bool) {
-	if outcome.Of(err) != outcome.Transient || errors.Is(err, ErrAuth) || errors.Is(err, ErrQuotaFull) ||
+	if outcome.Of(err) != outcome.Transient || errors.Is(err, batch.ErrAzureAuth) || errors.Is(err, batch.ErrQuotaFull) ||
 		errors.Is(err, context.Canceled) || n >= c.cfg.MaxAttempts {
 		return 0, false
 	}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/offpath/offpath/internal/batch"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 )
@@ -31,13 +32,13 @@ import (
 // The upload is not retried: body is read once, and an upload that fails
 // after Azure stored the file leaves a file behind (it expires; FindFile by
 // filename finds it). Give each job part a unique filename.
-func (c *BatchClient) UploadFile(ctx context.Context, filename string, body io.Reader, size int64) (File, error) {
+func (c *BatchClient) UploadFile(ctx context.Context, filename string, body io.Reader, size int64) (batch.AzureFile, error) {
 	if size < 0 {
-		return File{}, errors.New("upload file: size must be known")
+		return batch.AzureFile{}, errors.New("upload file: size must be known")
 	}
 	ub, contentType, err := newUploadBody(filename, body, size, int64(c.cfg.FileExpiry.Seconds()))
 	if err != nil {
-		return File{}, fmt.Errorf("upload file: %w", err)
+		return batch.AzureFile{}, fmt.Errorf("upload file: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.UploadTimeout)
 	defer cancel()
@@ -56,7 +57,7 @@ func (c *BatchClient) UploadFile(ctx context.Context, filename string, body io.R
 		if ctx.Err() == nil {
 			err = classify(err)
 		}
-		return File{}, fmt.Errorf("upload file %q (%d bytes): %w", filename, size, err)
+		return batch.AzureFile{}, fmt.Errorf("upload file %q (%d bytes): %w", filename, size, err)
 	}
 	f := fromSDKFile(&fo)
 	c.log.Info().Str("file_id", f.ID).Str("filename", filename).Int64("bytes", size).Str("status", f.Status).Msg("file uploaded")

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-
-	"github.com/offpath/offpath/internal/azopenai"
 )
 
 // backoff is the wait after the n-th refusal of a part: BackoffBase ×
@@ -238,7 +236,7 @@ func (s *Service) admitDeployment(ctx context.Context, t *tick, d *deployment, n
 			switch {
 			case err == nil:
 				t.count(func(r *TickReport) { r.Admitted++ })
-			case errors.Is(err, azopenai.ErrQuotaFull):
+			case errors.Is(err, ErrQuotaFull):
 				t.count(func(r *TickReport) { r.Refused++ })
 				full = true
 				refused = append(refused, c)

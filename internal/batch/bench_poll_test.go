@@ -11,7 +11,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batch"
 )
 
@@ -168,7 +167,7 @@ func (r *recAzure) reset() {
 	r.gets, r.lists, r.listed = nil, nil, 0
 }
 
-func (r *recAzure) ListBatchStates(ctx context.Context, ids []string, since time.Time) (map[string]azopenai.Batch, error) {
+func (r *recAzure) ListBatchStates(ctx context.Context, ids []string, since time.Time) (map[string]batch.AzureBatch, error) {
 	seen, err := r.Azure.ListBatchStates(ctx, ids, since)
 	r.mu.Lock()
 	r.lists = append(r.lists, listCall{ids, since})
@@ -177,7 +176,7 @@ func (r *recAzure) ListBatchStates(ctx context.Context, ids []string, since time
 	return seen, err
 }
 
-func (r *recAzure) GetBatch(ctx context.Context, id string) (azopenai.Batch, error) {
+func (r *recAzure) GetBatch(ctx context.Context, id string) (batch.AzureBatch, error) {
 	r.mu.Lock()
 	r.gets = append(r.gets, id)
 	r.mu.Unlock()

@@ -15,7 +15,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
-	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/batchfile"
 	"github.com/offpath/offpath/internal/local/aoaisim"
@@ -132,9 +131,9 @@ func rawCopy(tb testing.TB, e *env, raw *azblob.Client, fileID, name string) int
 }
 
 // waitBatch waits until the simulator's batch is finished with its files.
-func waitBatch(tb testing.TB, e *env, id string) azopenai.Batch {
+func waitBatch(tb testing.TB, e *env, id string) batch.AzureBatch {
 	tb.Helper()
-	var bt azopenai.Batch
+	var bt batch.AzureBatch
 	if !poll.Within(2*time.Minute, func() bool {
 		var err error
 		if bt, err = e.azure.GetBatch(context.Background(), id); err != nil {
@@ -200,7 +199,7 @@ func seedActive(tb testing.TB, e *env, n int) {
 				fail(err)
 				return
 			}
-			c, err := e.azure.CreateBatch(ctx, azopenai.Submission{InputFileID: file.ID, JobID: id, Part: 0})
+			c, err := e.azure.CreateBatch(ctx, batch.Submission{InputFileID: file.ID, JobID: id, Part: 0})
 			if err != nil {
 				fail(err)
 				return

@@ -2,8 +2,6 @@ package batch
 
 import (
 	"time"
-
-	"github.com/offpath/offpath/internal/azopenai"
 )
 
 // Polling cadence by expected progress. A submitted part is asked about
@@ -25,7 +23,7 @@ const pollSpread = 4
 // pollGap is how long after its last poll a submitted part is due again.
 func (s *Service) pollGap(j *Job, p *Part) time.Duration {
 	base := s.o.PollInterval
-	if !j.CompleteBy.IsZero() || p.AzureStatus != azopenai.StatusInProgress || p.CancelSent || p.SubmittedAt.IsZero() {
+	if !j.CompleteBy.IsZero() || p.AzureStatus != AzureInProgress || p.CancelSent || p.SubmittedAt.IsZero() {
 		return base
 	}
 	rc := p.RequestCounts

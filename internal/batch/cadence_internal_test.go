@@ -3,8 +3,6 @@ package batch
 import (
 	"testing"
 	"time"
-
-	"github.com/offpath/offpath/internal/azopenai"
 )
 
 // azureRun is a batch as Azure runs it, on the test's clock: validating
@@ -15,9 +13,9 @@ type azureRun struct {
 	perMinute, fasterPerMin   int64
 }
 
-func (a azureRun) at(now time.Time) (azopenai.Status, int64) {
+func (a azureRun) at(now time.Time) (AzureStatus, int64) {
 	if now.Before(a.start) {
-		return azopenai.StatusValidating, 0
+		return AzureValidating, 0
 	}
 	mins := int64(now.Sub(a.start) / time.Minute)
 	done := mins * a.perMinute
@@ -25,15 +23,15 @@ func (a azureRun) at(now time.Time) (azopenai.Status, int64) {
 		done = int64(a.speedAt.Sub(a.start)/time.Minute)*a.perMinute + int64(now.Sub(a.speedAt)/time.Minute)*a.fasterPerMin
 	}
 	if done >= a.total {
-		return azopenai.StatusCompleted, a.total
+		return AzureCompleted, a.total
 	}
-	return azopenai.StatusInProgress, done
+	return AzureInProgress, done
 }
 
 // end is when the run's last request is done (to the minute).
 func (a azureRun) end() time.Time {
 	for t := a.start; ; t = t.Add(time.Minute) {
-		if s, _ := a.at(t); s == azopenai.StatusCompleted {
+		if s, _ := a.at(t); s == AzureCompleted {
 			return t
 		}
 	}
@@ -45,7 +43,7 @@ func (a azureRun) end() time.Time {
 // was seen.
 func pollRun(s *Service, j *Job, a azureRun, until time.Time, cancel bool) (polls int, seen time.Time) {
 	p := Part{Status: PartSubmitted, BatchID: "batch_1", SubmittedAt: a.submitted, PolledAt: a.submitted,
-		AzureStatus: azopenai.StatusValidating, AzureExpiry: a.submitted.Add(24 * time.Hour), CancelSent: cancel}
+		AzureStatus: AzureValidating, AzureExpiry: a.submitted.Add(24 * time.Hour), CancelSent: cancel}
 	for now := a.submitted.Add(time.Minute); now.Before(until); now = now.Add(time.Minute) {
 		if !s.pollDue(j, &p, now) {
 			continue
@@ -53,8 +51,8 @@ func pollRun(s *Service, j *Job, a azureRun, until time.Time, cancel bool) (poll
 		polls++
 		st, done := a.at(now)
 		p.PolledAt, p.AzureStatus = now, st
-		p.RequestCounts = azopenai.RequestCounts{Total: a.total, Completed: done}
-		if st == azopenai.StatusCompleted {
+		p.RequestCounts = RequestCounts{Total: a.total, Completed: done}
+		if st == AzureCompleted {
 			return polls, now
 		}
 	}
@@ -121,9 +119,9 @@ func TestPollCadence(t *testing.T) {
 	}
 
 	t.Run("near expiry: every PollInterval", func(t *testing.T) {
-		p := Part{Status: PartSubmitted, BatchID: "b", AzureStatus: azopenai.StatusInProgress,
+		p := Part{Status: PartSubmitted, BatchID: "b", AzureStatus: AzureInProgress,
 			SubmittedAt: t0, PolledAt: t0.Add(23*time.Hour + 50*time.Minute), AzureExpiry: t0.Add(24 * time.Hour),
-			RequestCounts: azopenai.RequestCounts{Total: 1000, Completed: 10}}
+			RequestCounts: RequestCounts{Total: 1000, Completed: 10}}
 		if got := s.pollGap(&Job{}, &p); got != 150*time.Second {
 			t.Fatalf("gap %v ten minutes before expiry, want a quarter of that", got)
 		}

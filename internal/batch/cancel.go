@@ -6,8 +6,6 @@ import (
 	"fmt"
 
 	"github.com/rs/zerolog"
-
-	"github.com/offpath/offpath/internal/azopenai"
 )
 
 // ErrFinished: the job has ended; there is nothing to cancel.
@@ -60,7 +58,7 @@ func (s *Service) Cancel(ctx context.Context, tenantID, id string) (Job, error) 
 		if p.Status != PartSubmitted || p.CancelSent || p.azureTerminal() {
 			continue
 		}
-		if _, err := s.o.Azure.CancelBatch(ctx, p.BatchID); err != nil && !errors.Is(err, azopenai.ErrConflict) {
+		if _, err := s.o.Azure.CancelBatch(ctx, p.BatchID); err != nil && !errors.Is(err, ErrAzureConflict) {
 			log.Warn().Err(err).Str("job", j.ID).Int("part", i).Msg("cancel at Azure failed; the poller retries")
 			continue
 		}

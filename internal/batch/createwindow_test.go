@@ -23,7 +23,7 @@ type afterCreate struct {
 	hook func()
 }
 
-func (a *afterCreate) CreateBatch(ctx context.Context, s azopenai.Submission) (azopenai.Created, error) {
+func (a *afterCreate) CreateBatch(ctx context.Context, s batch.Submission) (batch.Created, error) {
 	c, err := a.BatchClient.CreateBatch(ctx, s)
 	if err == nil && a.hook != nil {
 		a.hook()

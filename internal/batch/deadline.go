@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/ledger"
 )
@@ -137,12 +136,12 @@ func (s *Service) risk(p *Part, due, now time.Time) (string, string) {
 			return RiskHeld, fmt.Sprintf("still held (%s) %v before complete_by", p.HeldReason, due.Sub(now).Round(time.Second))
 		}
 		return "", ""
-	case p.AzureStatus == "" || p.AzureStatus == azopenai.StatusValidating:
+	case p.AzureStatus == "" || p.AzureStatus == AzureValidating:
 		if !now.Before(lastStart) {
 			return RiskValidating, fmt.Sprintf("still validating at Azure %v before complete_by", due.Sub(now).Round(time.Second))
 		}
 		return "", ""
-	case p.azureTerminal() || p.AzureStatus == azopenai.StatusCancelling:
+	case p.azureTerminal() || p.AzureStatus == AzureCancelling:
 		return "", "" // ended, or ending: harvested as it is
 	case !now.Before(last):
 		return RiskLate, fmt.Sprintf("%d of %d lines done %v before complete_by", done, p.Lines, due.Sub(now).Round(time.Second))
@@ -199,7 +198,7 @@ func (s *Service) deadlines(ctx context.Context, j Job) (Job, error) {
 			continue
 		}
 		_, err := s.o.Azure.CancelBatch(ctx, p.BatchID)
-		if err != nil && !errors.Is(err, azopenai.ErrConflict) {
+		if err != nil && !errors.Is(err, ErrAzureConflict) {
 			errs = append(errs, fmt.Errorf("cancel part %d for its deadline: %w", h.part, err))
 			continue // tried again on the next tick
 		}
@@ -216,7 +215,7 @@ func (s *Service) deadlines(ctx context.Context, j Job) (Job, error) {
 			}
 			switch {
 			case p.Status == PartPending:
-				p.Status, p.AzureStatus, p.FinishedAt = PartDone, azopenai.StatusCancelled, now
+				p.Status, p.AzureStatus, p.FinishedAt = PartDone, AzureCancelled, now
 			case p.Status == PartSubmitted && sent[h.part]:
 				p.CancelSent = true
 			case p.Status == PartSubmitted && p.CancelSent:

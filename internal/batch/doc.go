@@ -5,7 +5,11 @@
 // token to the tenant in the ledger, exactly once. The package holds the
 // job model and the flows; it talks to storage and Azure through the small
 // interfaces in service.go (packages tablestore, blobstore and azopenai
-// implement them).
+// implement them). Azure's batch values as the control plane sees them —
+// AzureBatch, AzureStatus, AzureFile, Submission, Created and the errors
+// Azure answers with (ErrQuotaFull, ErrAmbiguous, ErrAzureAuth,
+// ErrAzureNotFound, ErrAzureConflict) — are defined here (azure.go,
+// azureerrors.go); the adapter imports this package, never the reverse.
 //
 // # States
 //

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/local/aoaisim"
@@ -179,7 +178,7 @@ func TestCancel_HalfWay(t *testing.T) {
 		t.Errorf("second Cancel = %v, want nil", err)
 	}
 	got := e.pollUntil(30*time.Second, harvested, j.ID)[j.ID]
-	if got.Final != batch.Cancelled || got.Parts[0].AzureStatus != azopenai.StatusCancelled {
+	if got.Final != batch.Cancelled || got.Parts[0].AzureStatus != batch.AzureCancelled {
 		t.Errorf("final %s, azure %s; want cancelled", got.Final, got.Parts[0].AzureStatus)
 	}
 	e.check(got, map[batch.Outcome]int{batch.OK: -1, batch.CancelledOutcome: -1})
@@ -244,7 +243,7 @@ type cancelDuringCreate struct {
 	cancel func()
 }
 
-func (c cancelDuringCreate) CreateBatch(ctx context.Context, s azopenai.Submission) (azopenai.Created, error) {
+func (c cancelDuringCreate) CreateBatch(ctx context.Context, s batch.Submission) (batch.Created, error) {
 	c.cancel()
 	return c.Azure.CreateBatch(ctx, s)
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/local/aoaisim"
 )
@@ -76,7 +75,7 @@ func TestAdmission_FlakyAzure(t *testing.T) {
 	}
 	perJob := map[string]int{}
 	for _, b := range e.sim.State().Batches {
-		perJob[b.Metadata[azopenai.MetaJob]]++
+		perJob[b.Metadata[batch.MetaJob]]++
 	}
 	for _, id := range ids {
 		if perJob[id] != 1 {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batchfile"
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/ledger"
@@ -25,7 +24,7 @@ import (
 // Sync runs one chat completion request synchronously (package azopenai's
 // Client, paced by its limiter).
 type Sync interface {
-	ChatBody(ctx context.Context, deployment string, body []byte, charge int64) (azopenai.Answer, error)
+	ChatBody(ctx context.Context, deployment string, body []byte, charge int64) (Answer, error)
 }
 
 // SourceSync marks a result line the deadline fallback answered.

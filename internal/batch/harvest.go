@@ -9,7 +9,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/ledger"
 )
 
@@ -130,7 +129,7 @@ func (s *Service) harvest(ctx context.Context, j Job, i int, owner string) (Job,
 		if id == "" || p.Pack != "" { // a pack's files are its own to delete
 			continue
 		}
-		if err := s.o.Azure.DeleteFile(ctx, id); err != nil && !errors.Is(err, azopenai.ErrNotFound) {
+		if err := s.o.Azure.DeleteFile(ctx, id); err != nil && !errors.Is(err, ErrAzureNotFound) {
 			log.Warn().Err(err).Str("file_id", id).Msg("Azure file not deleted; retried later")
 			leftover = append(leftover, id)
 		}

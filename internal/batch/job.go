@@ -3,7 +3,6 @@ package batch
 import (
 	"time"
 
-	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batchfile"
 	"github.com/offpath/offpath/internal/ledger"
 )
@@ -177,11 +176,11 @@ type Part struct {
 	// token_limit_exceeded (kept for audits).
 	PreviousBatchIDs []string `json:"previous_batch_ids,omitempty"`
 	// AzureStatus is the batch's status as last polled.
-	AzureStatus   azopenai.Status        `json:"azure_status,omitempty"`
-	RequestCounts azopenai.RequestCounts `json:"request_counts"`
-	Errors        []azopenai.BatchError  `json:"errors,omitempty"`
-	OutputFileID  string                 `json:"output_file_id,omitempty"`
-	ErrorFileID   string                 `json:"error_file_id,omitempty"`
+	AzureStatus   AzureStatus   `json:"azure_status,omitempty"`
+	RequestCounts RequestCounts `json:"request_counts"`
+	Errors        []BatchError  `json:"errors,omitempty"`
+	OutputFileID  string        `json:"output_file_id,omitempty"`
+	ErrorFileID   string        `json:"error_file_id,omitempty"`
 	// MaxEnqueuedTokens is the deployment's limit as Azure last reported it
 	// (0: not reported).
 	MaxEnqueuedTokens int64 `json:"max_enqueued_tokens,omitempty"`
@@ -350,11 +349,11 @@ func (j *Job) final() State {
 			continue // what its batch did not do, the fallback did
 		}
 		switch j.Parts[i].AzureStatus {
-		case azopenai.StatusFailed:
+		case AzureFailed:
 			return Failed
-		case azopenai.StatusExpired:
+		case AzureExpired:
 			st = Expired
-		case azopenai.StatusCancelled:
+		case AzureCancelled:
 			if st == Completed {
 				st = Cancelled
 			}

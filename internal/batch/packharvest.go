@@ -13,7 +13,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batchfile"
 	"github.com/offpath/offpath/internal/lines"
 )
@@ -57,7 +56,7 @@ func (s *Service) harvestPack(ctx context.Context, j Job, i int, owner string) (
 		if id == "" {
 			continue
 		}
-		if err := s.o.Azure.DeleteFile(ctx, id); err != nil && !errors.Is(err, azopenai.ErrNotFound) {
+		if err := s.o.Azure.DeleteFile(ctx, id); err != nil && !errors.Is(err, ErrAzureNotFound) {
 			leftover = append(leftover, id)
 		}
 	}
@@ -110,7 +109,7 @@ func (s *Service) splitPack(ctx context.Context, j *Job, p *Part, live []PackMem
 			continue
 		}
 		body, err := s.o.Azure.OpenFileContent(ctx, id)
-		if errors.Is(err, azopenai.ErrNotFound) {
+		if errors.Is(err, ErrAzureNotFound) {
 			p.OutputLost = true
 			continue
 		}
@@ -293,7 +292,7 @@ func (s *Service) deliver(ctx context.Context, pk *Job, p *Part, m PackMember, s
 			q.FinishedAt = now
 		}
 		if m.Removed || sp == nil {
-			q.AzureStatus = azopenai.StatusCancelled
+			q.AzureStatus = AzureCancelled
 			return nil
 		}
 		q.AzureStatus, q.Deployment, q.Placement, q.PlacementDetail = p.AzureStatus, p.Deployment, p.Placement, p.PlacementDetail
@@ -301,16 +300,16 @@ func (s *Service) deliver(ctx context.Context, pk *Job, p *Part, m PackMember, s
 		q.OutputFileID, q.ErrorFileID, q.OutputLost = p.OutputFileID, p.ErrorFileID, p.OutputLost
 		q.Copied, q.Copies = true, sp.copies
 		if p.RequestCounts.Total > 0 {
-			q.RequestCounts = azopenai.RequestCounts{Total: int64(m.Lines), Completed: sp.lines[0], Failed: sp.lines[1]}
+			q.RequestCounts = RequestCounts{Total: int64(m.Lines), Completed: sp.lines[0], Failed: sp.lines[1]}
 		}
 		q.Errors = nil
 		for _, e := range p.Errors {
-			q.Errors = append(q.Errors, azopenai.BatchError{Code: e.Code, Message: e.Message})
+			q.Errors = append(q.Errors, BatchError{Code: e.Code, Message: e.Message})
 		}
-		if m.Cancelled && p.AzureStatus == azopenai.StatusCompleted {
+		if m.Cancelled && p.AzureStatus == AzureCompleted {
 			// Cancelled once its lines were submitted: what ran is billed,
 			// the rest is cancelled, as for a job cancelled alone.
-			q.AzureStatus = azopenai.StatusCancelled
+			q.AzureStatus = AzureCancelled
 		}
 		return nil
 	})

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"time"
-
-	"github.com/offpath/offpath/internal/azopenai"
 )
 
 // sealPack fixes a pack's members as its admission begins (in the claim's
@@ -24,7 +22,7 @@ func sealPack(j *Job, p *Part, now time.Time) bool {
 		j.Items, j.EstimatedTokens = p.Lines, p.EstimatedTokens
 	}
 	if len(j.Pack.live()) == 0 {
-		p.Status, p.AzureStatus, p.FinishedAt = PartDone, azopenai.StatusCancelled, now
+		p.Status, p.AzureStatus, p.FinishedAt = PartDone, AzureCancelled, now
 		return false
 	}
 	return true

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batchfile"
 	"github.com/offpath/offpath/internal/ledger"
 )
@@ -127,7 +126,7 @@ func (s *Service) parse(ctx context.Context, j *Job, p *Part, files []partFile) 
 	seen := make([]bool, p.Lines)
 	for _, f := range files {
 		r, done, err := f.open()
-		if errors.Is(err, azopenai.ErrNotFound) {
+		if errors.Is(err, ErrAzureNotFound) {
 			p.OutputLost = true
 			continue
 		}
@@ -262,11 +261,11 @@ func missingOutcome(p *Part) (code, message string, o Outcome) {
 	switch {
 	case p.OutputLost:
 		return "output_lost", "Azure deleted the batch's output before it was copied", FailedOutcome
-	case p.AzureStatus == azopenai.StatusExpired:
+	case p.AzureStatus == AzureExpired:
 		return "batch_expired", "the batch's completion window ended before this request ran", ExpiredOutcome
-	case p.AzureStatus == azopenai.StatusCancelled:
+	case p.AzureStatus == AzureCancelled:
 		return "batch_cancelled", "the job was cancelled before this request ran", CancelledOutcome
-	case p.AzureStatus == azopenai.StatusFailed:
+	case p.AzureStatus == AzureFailed:
 		code := "batch_failed"
 		if len(p.Errors) > 0 && p.Errors[0].Code != "" {
 			code, message = p.Errors[0].Code, clipMessage(p.Errors[0].Message)

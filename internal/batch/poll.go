@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-
-	"github.com/offpath/offpath/internal/azopenai"
 )
 
 // maxErrorsKept bounds the validation errors kept per part.
@@ -31,7 +29,7 @@ func material(a, b *Part) bool {
 // polled is one part's fresh state from Azure.
 type polled struct {
 	part  int
-	batch azopenai.Batch
+	batch AzureBatch
 	err   error
 }
 
@@ -77,10 +75,10 @@ func (s *Service) pollParts(ctx context.Context, t *tick, j Job) (Job, error) {
 				continue // moved on meanwhile
 			}
 			if a.err != nil {
-				if errors.Is(a.err, azopenai.ErrNotFound) {
+				if errors.Is(a.err, ErrAzureNotFound) {
 					// The batch is gone (deleted outside offpath): nothing to harvest.
-					p.AzureStatus, p.Status, p.FinishedAt = azopenai.StatusFailed, PartDone, s.now()
-					p.Errors = []azopenai.BatchError{{Code: "batch_not_found", Message: "the Azure batch no longer exists"}}
+					p.AzureStatus, p.Status, p.FinishedAt = AzureFailed, PartDone, s.now()
+					p.Errors = []BatchError{{Code: "batch_not_found", Message: "the Azure batch no longer exists"}}
 					events = append(events, partEvent{p.Index, AlertFailed})
 					changed = true
 				}
@@ -106,8 +104,8 @@ func (s *Service) pollParts(ctx context.Context, t *tick, j Job) (Job, error) {
 		return nil
 	})
 	for _, a := range answers {
-		if a.err != nil && !errors.Is(a.err, azopenai.ErrNotFound) {
-			if errors.Is(a.err, azopenai.ErrAuth) {
+		if a.err != nil && !errors.Is(a.err, ErrAzureNotFound) {
+			if errors.Is(a.err, ErrAzureAuth) {
 				s.authAlert(ctx, t, a.err)
 			}
 			errs = append(errs, fmt.Errorf("poll part %d: %w", a.part, a.err))
@@ -152,7 +150,7 @@ func (s *Service) announce(ctx context.Context, j *Job, events []partEvent) {
 
 // applyBatch records Azure's view of a part's batch and returns the alert
 // the change calls for, if any.
-func (s *Service) applyBatch(p *Part, b azopenai.Batch) string {
+func (s *Service) applyBatch(p *Part, b AzureBatch) string {
 	now := s.now()
 	p.PolledAt = now
 	p.AzureStatus, p.RequestCounts = b.Status, b.RequestCounts
@@ -161,7 +159,7 @@ func (s *Service) applyBatch(p *Part, b azopenai.Batch) string {
 		p.AzureExpiry = b.ExpiresAt
 	}
 	p.Errors = append(p.Errors[:0], b.Errors[:min(len(b.Errors), maxErrorsKept)]...)
-	if b.Status == azopenai.StatusFailed && errors.Is(b.Err(), azopenai.ErrQuotaFull) {
+	if b.Status == AzureFailed && errors.Is(b.Err(), ErrQuotaFull) {
 		// Validation-time quota refusal: the same input file is resubmitted
 		// later under a new attempt.
 		s.requeue(p, "token_limit_exceeded")
@@ -173,9 +171,9 @@ func (s *Service) applyBatch(p *Part, b azopenai.Batch) string {
 	p.Status, p.FinishedAt = PartDone, now
 	p.OutputExpiresAt = now.Add(s.o.OutputExpiry)
 	switch b.Status {
-	case azopenai.StatusFailed:
+	case AzureFailed:
 		return AlertFailed
-	case azopenai.StatusExpired:
+	case AzureExpired:
 		return AlertExpired
 	}
 	return ""
@@ -189,7 +187,7 @@ func (s *Service) requeue(p *Part, reason string) {
 		p.PreviousBatchIDs = append(p.PreviousBatchIDs, p.BatchID)
 	}
 	p.BatchID, p.AzureStatus, p.Errors = "", "", nil
-	p.RequestCounts = azopenai.RequestCounts{}
+	p.RequestCounts = RequestCounts{}
 	p.Status, p.HeldReason = PartPending, reason
 	if p.HeldSince.IsZero() {
 		p.HeldSince = now
@@ -218,7 +216,7 @@ func (s *Service) cancelParts(ctx context.Context, j Job) (Job, error) {
 	sent := map[int]bool{}
 	for _, i := range toCancel {
 		_, err := s.o.Azure.CancelBatch(ctx, j.Parts[i].BatchID)
-		if err != nil && !errors.Is(err, azopenai.ErrConflict) {
+		if err != nil && !errors.Is(err, ErrAzureConflict) {
 			errs = append(errs, fmt.Errorf("cancel part %d: %w", i, err))
 			continue
 		}
@@ -246,7 +244,7 @@ func endPending(j *Job, now time.Time) bool {
 	for i := range j.Parts {
 		// A packed part ends with its pack (see leavePack).
 		if p := &j.Parts[i]; p.Status == PartPending && p.Pack == "" {
-			p.Status, p.AzureStatus, p.FinishedAt = PartDone, azopenai.StatusCancelled, now
+			p.Status, p.AzureStatus, p.FinishedAt = PartDone, AzureCancelled, now
 			changed = true
 		}
 	}
@@ -261,7 +259,7 @@ func (s *Service) cleanup(ctx context.Context, j Job) (Job, error) {
 	var done []string
 	var errs []error
 	for _, id := range j.Cleanup {
-		if err := s.o.Azure.DeleteFile(ctx, id); err != nil && !errors.Is(err, azopenai.ErrNotFound) {
+		if err := s.o.Azure.DeleteFile(ctx, id); err != nil && !errors.Is(err, ErrAzureNotFound) {
 			errs = append(errs, err)
 			continue
 		}

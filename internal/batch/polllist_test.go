@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/local/aoaisim"
 )
@@ -32,7 +31,7 @@ func submitted(t *testing.T, e *env, n int) []string {
 // foreign creates a batch nobody's job owns, newer than every other.
 func foreign(t *testing.T, e *env, inputFileID string, k int) {
 	t.Helper()
-	if _, err := e.azure.CreateBatch(context.Background(), azopenai.Submission{InputFileID: inputFileID, JobID: "elsewhere", Attempt: k}); err != nil {
+	if _, err := e.azure.CreateBatch(context.Background(), batch.Submission{InputFileID: inputFileID, JobID: "elsewhere", Attempt: k}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -54,7 +53,7 @@ func pollCounting(t *testing.T, e *env, ids []string) (rep batch.TickReport, pag
 	}
 	after := e.sim.Stats().Routes
 	for _, id := range ids {
-		if p := e.get(id).Parts[0]; p.AzureStatus != azopenai.StatusCancelling && p.AzureStatus != azopenai.StatusCancelled {
+		if p := e.get(id).Parts[0]; p.AzureStatus != batch.AzureCancelling && p.AzureStatus != batch.AzureCancelled {
 			t.Errorf("job %s: Azure status %q after the tick, want the cancellation seen", id, p.AzureStatus)
 		}
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/outcome"
 )
@@ -126,9 +125,9 @@ func (s *Service) createOutcome(ctx context.Context, deployment string, err erro
 			s.cool[deployment] = c
 		}
 		s.coolMu.Unlock()
-	case errors.Is(err, azopenai.ErrQuotaFull):
+	case errors.Is(err, ErrQuotaFull):
 		s.coolOff(ctx, deployment, "token_limit_exceeded")
-	case errors.Is(err, errCreate) && !errors.Is(err, azopenai.ErrAuth) && outcome.Of(err) != outcome.Rejected:
+	case errors.Is(err, errCreate) && !errors.Is(err, ErrAzureAuth) && outcome.Of(err) != outcome.Rejected:
 		s.coolMu.Lock()
 		c := s.cool[deployment]
 		c.failures++

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batchfile"
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/catalog"
@@ -83,13 +82,13 @@ type Blobs interface {
 
 // Azure is the resource's Files and Batches API (package azopenai's BatchClient).
 type Azure interface {
-	UploadFile(ctx context.Context, filename string, body io.Reader, size int64) (azopenai.File, error)
-	AwaitFile(ctx context.Context, id string, interval time.Duration) (azopenai.File, error)
-	FindFile(ctx context.Context, filename string) (azopenai.File, bool, error)
-	CreateBatch(ctx context.Context, s azopenai.Submission) (azopenai.Created, error)
-	GetBatch(ctx context.Context, id string) (azopenai.Batch, error)
-	ListBatchStates(ctx context.Context, ids []string, since time.Time) (map[string]azopenai.Batch, error)
-	CancelBatch(ctx context.Context, id string) (azopenai.Batch, error)
+	UploadFile(ctx context.Context, filename string, body io.Reader, size int64) (AzureFile, error)
+	AwaitFile(ctx context.Context, id string, interval time.Duration) (AzureFile, error)
+	FindFile(ctx context.Context, filename string) (AzureFile, bool, error)
+	CreateBatch(ctx context.Context, s Submission) (Created, error)
+	GetBatch(ctx context.Context, id string) (AzureBatch, error)
+	ListBatchStates(ctx context.Context, ids []string, since time.Time) (map[string]AzureBatch, error)
+	CancelBatch(ctx context.Context, id string) (AzureBatch, error)
 	OpenFileContent(ctx context.Context, id string) (io.ReadCloser, error)
 	DeleteFile(ctx context.Context, id string) error
 }
@@ -197,7 +196,7 @@ type Options struct {
 	// CompletionWindow is Azure's (24 h).
 	CompletionWindow time.Duration
 	// OutputExpiry is the output_expires_after the batches are created with
-	// (azopenai.BatchConfig.OutputExpiry).
+	// (package azopenai's BatchConfig.OutputExpiry). Default DefaultOutputExpiry.
 	OutputExpiry time.Duration
 	// PartLimits split inputs into parts (default Azure's limits, lowered
 	// so that a part fits its deployment's quota).
@@ -314,7 +313,7 @@ func New(o Options) (*Service, error) {
 	def(&o.ExpiryWarning, DefaultExpiryWarning)
 	def(&o.Realert, DefaultRealert)
 	def(&o.CompletionWindow, DefaultCompletionWindow)
-	def(&o.OutputExpiry, azopenai.DefaultOutputExpiry)
+	def(&o.OutputExpiry, DefaultOutputExpiry)
 	defInt(&o.MaxItems, DefaultMaxItems)
 	defInt(&o.MaxParts, DefaultMaxParts)
 	defInt(&o.CompletionTokens, DefaultCompletionTokens)

@@ -9,13 +9,12 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batchfile"
 	"github.com/offpath/offpath/internal/outcome"
 )
 
 // admitPart uploads a part's input (once) and creates its Azure batch,
-// under the job's lease. It returns azopenai.ErrQuotaFull when Azure
+// under the job's lease. It returns ErrQuotaFull when Azure
 // refuses for quota, nil when the batch exists.
 func (s *Service) admitPart(ctx context.Context, t *tick, c candidate) error {
 	log := zerolog.Ctx(ctx).With().Str("job", c.job.ID).Str("tenant", c.job.Tenant).Int("part", c.part).Logger()
@@ -64,13 +63,13 @@ func (s *Service) admitPart(ctx context.Context, t *tick, c candidate) error {
 			j, err = s.recordInputFile(ctx, t, j, i, fileID)
 		}
 	}
-	var created azopenai.Created
+	var created Created
 	createCalled := err == nil
 	if createCalled {
 		// Always looked up first: a batch is this part's if it carries the
 		// part's submission key, whatever this row remembers, and the row
 		// may be stale. Since bounds the lookup to the job's lifetime.
-		created, err = s.o.Azure.CreateBatch(ctx, azopenai.Submission{InputFileID: fileID, JobID: j.ID, Part: p.Index,
+		created, err = s.o.Azure.CreateBatch(ctx, Submission{InputFileID: fileID, JobID: j.ID, Part: p.Index,
 			Attempt: p.Attempt, MaybeCreated: true, Since: j.Created,
 			Metadata: map[string]string{"tenant": j.Tenant, "alias": j.Alias, metaDeployment: p.Deployment}})
 		if err != nil {
@@ -125,7 +124,7 @@ func (s *Service) admitPart(ctx context.Context, t *tick, c candidate) error {
 		s.announce(ctx, &stored, events)
 	}
 	if err != nil {
-		if errors.Is(err, azopenai.ErrAuth) {
+		if errors.Is(err, ErrAzureAuth) {
 			s.authAlert(ctx, t, err)
 		}
 		log.Warn().Err(err).Msg("part not admitted")
@@ -141,7 +140,7 @@ func (s *Service) admitPart(ctx context.Context, t *tick, c candidate) error {
 		s.o.Decisions.Placed(j.Alias, p.Deployment, p.Placement)
 	}
 	if extra != "" && uerr == nil {
-		if derr := s.o.Azure.DeleteFile(ctx, extra); derr != nil && !errors.Is(derr, azopenai.ErrNotFound) {
+		if derr := s.o.Azure.DeleteFile(ctx, extra); derr != nil && !errors.Is(derr, ErrAzureNotFound) {
 			log.Warn().Err(derr).Str("file_id", extra).Msg("extra input file not deleted; the audit deletes it once the job has ended")
 		}
 	}
@@ -221,9 +220,9 @@ func (s *Service) upload(ctx context.Context, j *Job, p *Part) (string, error) {
 }
 
 // applyCreate records the outcome of an admission attempt on the part.
-func (s *Service) applyCreate(p *Part, c azopenai.Created, err error) string {
+func (s *Service) applyCreate(p *Part, c Created, err error) string {
 	now := s.now()
-	var qe *azopenai.QuotaError
+	var qe *QuotaError
 	switch {
 	case err == nil:
 		b := c.Batch
@@ -242,16 +241,16 @@ func (s *Service) applyCreate(p *Part, c azopenai.Created, err error) string {
 		p.BatchID = ""
 		s.requeue(p, "token_limit_exceeded")
 		p.Attempt-- // nothing was created: the same attempt may be used again
-	case errors.Is(err, azopenai.ErrAmbiguous):
+	case errors.Is(err, ErrAmbiguous):
 		p.HeldReason, p.NextAttemptAt = "retry", now.Add(s.backoff(1))
-	case errors.Is(err, azopenai.ErrNotFound):
+	case errors.Is(err, ErrAzureNotFound):
 		// The input file expired or was deleted: upload it again.
 		p.InputFileID, p.MaybeCreated = "", false
 		p.HeldReason, p.NextAttemptAt = "retry", now.Add(s.backoff(1))
 	case outcome.Of(err) == outcome.Rejected:
 		p.MaybeCreated = false
-		p.Status, p.AzureStatus, p.FinishedAt = PartDone, azopenai.StatusFailed, now
-		p.Errors = []azopenai.BatchError{{Code: "create_rejected", Message: clipMessage(err.Error())}}
+		p.Status, p.AzureStatus, p.FinishedAt = PartDone, AzureFailed, now
+		p.Errors = []BatchError{{Code: "create_rejected", Message: clipMessage(err.Error())}}
 		return AlertFailed
 	default:
 		p.HeldReason, p.NextAttemptAt = "retry", now.Add(s.backoff(p.Refusals+1))

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-
-	"github.com/offpath/offpath/internal/azopenai"
 )
 
 // TickReport says what one poll tick did.
@@ -33,7 +31,7 @@ type tick struct {
 	auth  sync.Once // azure_auth is raised once per tick, not per job
 	// listed are the due batches' states read from Azure's batch list at
 	// the start of the tick; read-only after.
-	listed map[string]azopenai.Batch
+	listed map[string]AzureBatch
 }
 
 func (t *tick) count(f func(r *TickReport)) {

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-
-	"github.com/offpath/offpath/internal/azopenai"
 )
 
 // rangeGap is the widest gap in creation time between two of a tenant's
@@ -89,7 +87,7 @@ func (s *Service) readActive(ctx context.Context, refs []ActiveRef) map[string]J
 // listDue reads the state of every due batch of jobs from Azure's batch
 // list, down to the oldest one's submission; what the list did not show
 // is asked for with a GET each, job by job.
-func (s *Service) listDue(ctx context.Context, jobs map[string]Job) map[string]azopenai.Batch {
+func (s *Service) listDue(ctx context.Context, jobs map[string]Job) map[string]AzureBatch {
 	now := s.now()
 	var ids []string
 	since, bounded := now, true

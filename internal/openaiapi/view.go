@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batch"
 )
 
@@ -69,22 +68,22 @@ const completionWindow = 24 * time.Hour
 // that sees a terminal status can always download the output.
 func status(j *batch.Job) string {
 	if j.State != batch.Harvested && !j.CancelRequested && fallingBack(j) {
-		return string(azopenai.StatusInProgress)
+		return string(batch.AzureInProgress)
 	}
 	switch j.State {
 	case batch.Accepted, batch.Held:
-		return string(azopenai.StatusValidating)
+		return string(batch.AzureValidating)
 	case batch.Completed, batch.Failed, batch.Expired, batch.Cancelled:
 		if j.CancelRequested {
-			return string(azopenai.StatusCancelling)
+			return string(batch.AzureCancelling)
 		}
-		return string(azopenai.StatusFinalizing)
+		return string(batch.AzureFinalizing)
 	case batch.Harvested:
 		return string(j.Final)
 	}
 	// Submitted: some part is at Azure.
 	if j.CancelRequested {
-		return string(azopenai.StatusCancelling)
+		return string(batch.AzureCancelling)
 	}
 	running, ended := 0, 0
 	for i := range j.Parts {
@@ -93,17 +92,17 @@ func status(j *batch.Job) string {
 			ended++
 		case p.Status == batch.PartSubmitted && p.AzureStatus.Terminal():
 			ended++
-		case p.Status == batch.PartSubmitted && p.AzureStatus != azopenai.StatusValidating && p.AzureStatus != "":
+		case p.Status == batch.PartSubmitted && p.AzureStatus != batch.AzureValidating && p.AzureStatus != "":
 			running++
 		}
 	}
 	switch {
 	case running > 0 || (ended > 0 && ended < len(j.Parts)):
-		return string(azopenai.StatusInProgress)
+		return string(batch.AzureInProgress)
 	case ended == len(j.Parts):
-		return string(azopenai.StatusFinalizing)
+		return string(batch.AzureFinalizing)
 	}
-	return string(azopenai.StatusValidating)
+	return string(batch.AzureValidating)
 }
 
 // fallingBack reports whether a part of the job has given up on its
@@ -171,7 +170,7 @@ func (s *Server) view(j *batch.Job) batchObject {
 		b.Metadata[reservedMetadataKey] = string(ovJSON)
 	}
 	b.InProgressAt = timeOrNil(inProgress)
-	if st == string(azopenai.StatusCancelling) || (j.CancelRequested && j.State == batch.Harvested) {
+	if st == string(batch.AzureCancelling) || (j.CancelRequested && j.State == batch.Harvested) {
 		b.CancellingAt = timeOrNil(j.CancelRequestedAt)
 	}
 	if j.State == batch.Harvested {
@@ -195,7 +194,7 @@ func (s *Server) view(j *batch.Job) batchObject {
 		case batch.Cancelled:
 			b.CancelledAt = end
 		}
-	} else if st == string(azopenai.StatusFinalizing) {
+	} else if st == string(batch.AzureFinalizing) {
 		b.FinalizingAt = timeOrNil(finalizing)
 	}
 	b.RequestCounts = rc
