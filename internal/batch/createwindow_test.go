@@ -33,7 +33,7 @@ func (a *afterCreate) CreateBatch(ctx context.Context, s batch.Submission) (batc
 
 // failingJobs fails the next Update after fail is armed, without writing.
 type failingJobs struct {
-	*tablestore.Jobs
+	batch.JobStore
 	fail atomic.Bool
 }
 
@@ -41,7 +41,7 @@ func (f *failingJobs) Update(ctx context.Context, j batch.Job) (batch.Job, error
 	if f.fail.CompareAndSwap(true, false) {
 		return batch.Job{}, errors.New("table storage: 503 server busy")
 	}
-	return f.Jobs.Update(ctx, j)
+	return f.JobStore.Update(ctx, j)
 }
 
 // TestCreateWindow: wherever the reply of an upload or a create is lost,
@@ -77,7 +77,7 @@ func TestCreateWindow(t *testing.T) {
 			e.killWhen(func(st aoaisim.State) bool { return len(st.Batches) == 1 })
 		}, 1},
 		{"create committed, its record not written", func(t *testing.T, e *env, _ string) {
-			jobs := &failingJobs{Jobs: e.jobs}
+			jobs := &failingJobs{JobStore: e.jobs}
 			o := e.opts
 			o.Jobs, o.Azure = jobs, &afterCreate{BatchClient: e.azure, hook: func() { jobs.fail.Store(true) }}
 			svc, err := batch.New(o)

@@ -2,6 +2,7 @@ package batch_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,6 +30,7 @@ import (
 	"github.com/offpath/offpath/internal/tenant"
 	"github.com/offpath/offpath/internal/testing/alerttest"
 	"github.com/offpath/offpath/internal/testing/apptest"
+	"github.com/offpath/offpath/internal/testing/memstore"
 	"github.com/offpath/offpath/internal/testing/poll"
 )
 
@@ -49,9 +51,17 @@ var seq atomic.Int64
 
 const batchDep = "gpt-4o-mini-batch"
 
+// ledgerStore is what the tests use of a ledger: tablestore's on Azurite,
+// or memstore's.
+type ledgerStore interface {
+	batch.Ledger
+	ledger.Totaler
+	Month(ctx context.Context, tenantID string, m ledger.Month) ([]ledger.Entry, error)
+}
+
 // countingLedger counts Record calls per unit, and can fail after writing.
 type countingLedger struct {
-	*tablestore.Ledger
+	ledgerStore
 	mu      sync.Mutex
 	records map[string]int
 	// failAfterWrite makes the next n Records write and then report an
@@ -60,7 +70,7 @@ type countingLedger struct {
 }
 
 func (l *countingLedger) Record(ctx context.Context, e ledger.Entry) error {
-	if err := l.Ledger.Record(ctx, e); err != nil {
+	if err := l.ledgerStore.Record(ctx, e); err != nil {
 		return err
 	}
 	l.mu.Lock()
@@ -78,7 +88,7 @@ type env struct {
 	sim     *aoaisim.Server
 	simURL  string
 	azure   *azopenai.BatchClient
-	jobs    *tablestore.Jobs
+	jobs    batch.JobStore
 	ledger  *countingLedger
 	blobs   *blobstore.Store
 	cont    batch.Containers
@@ -100,6 +110,16 @@ type envConfig struct {
 	models string
 	tweak  func(o *batch.Options)
 	budget int64
+	// memTables keeps the jobs and the ledger in memory (package
+	// memstore, held to tablestore's behaviour by its contract suite)
+	// instead of on Azurite: for a test of thousands of jobs whose subject
+	// is not storage. Blobs stay on Azurite.
+	memTables bool
+	// blockSize is the blob store's block size (0: batch.BlockSize, what
+	// the handler uses). Each upload buffers whole blocks, which the race
+	// detector tracks byte by byte: a test that writes thousands of
+	// blobs of a few KB takes a smaller one.
+	blockSize int64
 }
 
 func simConfig(speed float64, deps ...aoaisim.Deployment) aoaisim.Config {
@@ -136,9 +156,12 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 	e := &env{t: t, sim: sim, simURL: ts.URL, azure: client, alerts: &alerttest.Recorder{}, tenants: map[string]tenant.Tenant{},
 		tables: svc, suffix: n,
 		jobs:   tablestore.NewJobs(svc, "bjobs"+n, nil),
-		ledger: &countingLedger{Ledger: tablestore.NewLedger(svc, tablestore.LedgerOptions{Table: "bled" + n}), records: map[string]int{}},
-		blobs:  blobstore.New(bc, blobstore.Options{BlockSize: batch.BlockSize}),
+		ledger: &countingLedger{ledgerStore: tablestore.NewLedger(svc, tablestore.LedgerOptions{Table: "bled" + n}), records: map[string]int{}},
+		blobs:  blobstore.New(bc, blobstore.Options{BlockSize: cmp.Or(cfg.blockSize, batch.BlockSize)}),
 		cont:   batch.Containers{Inputs: "in" + n, Results: "res" + n, Uploads: "up" + n},
+	}
+	if cfg.memTables {
+		e.jobs, e.ledger.ledgerStore = memstore.NewJobs(nil), memstore.NewLedger(nil)
 	}
 	b, err := os.ReadFile("../../models.json")
 	if err != nil {
@@ -156,7 +179,7 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 		e.tenants[id] = tn
 	}
 	e.opts = batch.Options{
-		Jobs: e.jobs, Blobs: e.blobs, Azure: client, Ledger: e.ledger, Budgets: ledger.NewBudgets(e.ledger.Ledger),
+		Jobs: e.jobs, Blobs: e.blobs, Azure: client, Ledger: e.ledger, Budgets: ledger.NewBudgets(e.ledger.ledgerStore),
 		Catalog: e.catalog, Alerts: e.alerts, Containers: e.cont,
 		PollInterval: time.Nanosecond, LeaseTTL: 3 * time.Second, BackoffBase: 50 * time.Millisecond, BackoffMax: 200 * time.Millisecond,
 	}

@@ -7,20 +7,19 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/batch"
-	"github.com/offpath/offpath/internal/tablestore"
 	"github.com/offpath/offpath/internal/testing/poll"
 )
 
 // crashingJobs kills the process (cancels its context) once a pack's
 // harvest has delivered to `after` of its jobs.
 type crashingJobs struct {
-	*tablestore.Jobs
+	batch.JobStore
 	crash context.CancelFunc
 	after atomic.Int32
 }
 
 func (c *crashingJobs) Update(ctx context.Context, j batch.Job) (batch.Job, error) {
-	stored, err := c.Jobs.Update(ctx, j)
+	stored, err := c.JobStore.Update(ctx, j)
 	if p := &j.Parts[0]; err == nil && p.Pack != "" && p.Status == batch.PartDone && p.HarvestedAt.IsZero() {
 		if c.after.Add(-1) == 0 {
 			c.crash()
@@ -50,7 +49,7 @@ func TestPack_HarvestRepeatedAfterCrash(t *testing.T) {
 	})
 
 	ctx, crash := context.WithCancel(e.ctx())
-	cj := &crashingJobs{Jobs: e.jobs, crash: crash}
+	cj := &crashingJobs{JobStore: e.jobs, crash: crash}
 	cj.after.Store(3)
 	o := e.opts
 	o.Jobs, o.Concurrency = cj, 1 // one delivery at a time: the crash falls between two
