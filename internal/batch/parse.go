@@ -10,8 +10,10 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/offpath/offpath/internal/batchfile"
+	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/ledger"
 )
 
@@ -26,23 +28,30 @@ type partSum struct {
 // partFile is one of a part's output and error files, to be read once.
 // open returns its bytes and done, which the reader calls with the error
 // that stopped it (nil at the end of the file) and which says whether what
-// was read is whole.
+// was read is whole; what was read whole may leave a copy to commit.
 type partFile struct {
 	kind int // 0 output, 1 errors
-	open func() (r io.Reader, done func(readErr error) error, err error)
+	open func() (r io.Reader, done func(readErr error) (*pendingCopy, error), err error)
+}
+
+// pendingCopy is a copy of an Azure file read whole, stored once it is
+// committed.
+type pendingCopy struct {
+	w    *blobstore.Writer
+	copy FileCopy // without its size and checksum until committed
 }
 
 // azureFiles are the part's files at Azure, each copied into the results
 // container as it is read, its SHA-256 computed on the way; a copy is
 // committed only once its file was read to the end, and added to copies.
-func (s *Service) azureFiles(ctx context.Context, j *Job, p *Part, copies *[]FileCopy) []partFile {
+func (s *Service) azureFiles(ctx context.Context, j *Job, p *Part) []partFile {
 	var files []partFile
 	for k, f := range []struct{ id, kind string }{{p.OutputFileID, "output"}, {p.ErrorFileID, "errors"}} {
 		if f.id == "" {
 			continue
 		}
 		name := partBlob(j, p.Index, p.BatchID+"."+f.kind+".jsonl")
-		files = append(files, partFile{kind: k, open: func() (io.Reader, func(error) error, error) {
+		files = append(files, partFile{kind: k, open: func() (io.Reader, func(error) (*pendingCopy, error), error) {
 			body, err := s.o.Azure.OpenFileContent(ctx, f.id)
 			if err != nil {
 				return nil, nil, err
@@ -52,17 +61,13 @@ func (s *Service) azureFiles(ctx context.Context, j *Job, p *Part, copies *[]Fil
 				body.Close()
 				return nil, nil, err
 			}
-			done := func(readErr error) error {
+			done := func(readErr error) (*pendingCopy, error) {
 				body.Close()
 				if readErr != nil {
 					w.Abort(readErr)
-					return fmt.Errorf("copy Azure file %s: %w", f.id, readErr)
+					return nil, fmt.Errorf("copy Azure file %s: %w", f.id, readErr)
 				}
-				if err := w.Close(); err != nil {
-					return err
-				}
-				*copies = append(*copies, FileCopy{AzureFileID: f.id, Blob: name, Bytes: w.Size(), SHA256: w.SHA256()})
-				return nil
+				return &pendingCopy{w: w, copy: FileCopy{AzureFileID: f.id, Blob: name}}, nil
 			}
 			return io.TeeReader(body, w), done, nil
 		}})
@@ -79,21 +84,21 @@ func (s *Service) copiedFiles(ctx context.Context, p *Part) []partFile {
 		if c.AzureFileID == p.ErrorFileID {
 			kind = 1
 		}
-		files = append(files, partFile{kind: kind, open: func() (io.Reader, func(error) error, error) {
+		files = append(files, partFile{kind: kind, open: func() (io.Reader, func(error) (*pendingCopy, error), error) {
 			body, _, err := s.o.Blobs.Open(ctx, s.o.Containers.Results, c.Blob)
 			if err != nil {
 				return nil, nil, fmt.Errorf("open copy %s: %w", c.Blob, err)
 			}
 			h := sha256.New()
-			done := func(readErr error) error {
+			done := func(readErr error) (*pendingCopy, error) {
 				body.Close()
 				if readErr != nil {
-					return fmt.Errorf("read copy %s: %w", c.Blob, readErr)
+					return nil, fmt.Errorf("read copy %s: %w", c.Blob, readErr)
 				}
 				if got := hex.EncodeToString(h.Sum(nil)); got != c.SHA256 {
-					return fmt.Errorf("copy %s: checksum %s, recorded %s", c.Blob, got, c.SHA256)
+					return nil, fmt.Errorf("copy %s: checksum %s, recorded %s", c.Blob, got, c.SHA256)
 				}
-				return nil
+				return nil, nil
 			}
 			return io.TeeReader(body, h), done, nil
 		}})
@@ -105,20 +110,26 @@ func (s *Service) copiedFiles(ctx context.Context, p *Part) []partFile {
 // through the part's index (read beside the files, never whole), writes
 // the per-item results file and sums counts and usage. Items no file
 // mentions get the outcome the part's end implies. A file Azure no longer
-// has marks the part's output lost. The results file is committed only
-// when every file was read whole.
-func (s *Service) parse(ctx context.Context, j *Job, p *Part, files []partFile) (partSum, error) {
+// has marks the part's output lost. The copies of Azure's files and the
+// results file are committed together, and only when every file was read
+// whole; the copies are returned, in the files' order.
+func (s *Service) parse(ctx context.Context, j *Job, p *Part, files []partFile) (partSum, []FileCopy, error) {
 	var sum partSum
 	idx := s.indexReader(ctx, j, p)
 	defer idx.Close()
 	w, err := s.o.Blobs.Create(ctx, s.o.Containers.Results, resultsBlob(j, p), nil)
 	if err != nil {
-		return sum, err
+		return sum, nil, err
 	}
+	var pending []*pendingCopy
 	ok := false
 	defer func() {
 		if !ok {
-			w.Abort(errors.New("harvest failed"))
+			cause := errors.New("harvest failed")
+			w.Abort(cause)
+			for _, c := range pending {
+				c.w.Abort(cause)
+			}
 		}
 	}()
 	bw := bufio.NewWriterSize(w, 256<<10)
@@ -131,24 +142,40 @@ func (s *Service) parse(ctx context.Context, j *Job, p *Part, files []partFile) 
 			continue
 		}
 		if err != nil {
-			return sum, err
+			return sum, nil, err
 		}
-		err = parseFile(r, f.kind, idx, p, seen, out, &sum)
-		if err := done(err); err != nil {
-			return sum, err
+		c, err := done(parseFile(r, f.kind, idx, p, seen, out, &sum))
+		if err != nil {
+			return sum, nil, err
+		}
+		if c != nil {
+			pending = append(pending, c)
 		}
 	}
 	if err := writeMissing(s.indexReader(ctx, j, p), p, seen, out, &sum); err != nil {
-		return sum, err
+		return sum, nil, err
 	}
 	if err := bw.Flush(); err != nil {
-		return sum, fmt.Errorf("write results: %w", err)
+		return sum, nil, fmt.Errorf("write results: %w", err)
 	}
 	ok = true
-	if err := w.Close(); err != nil {
-		return sum, err
+	// Each commit is a request or two of its own: they go at once.
+	errs := make([]error, len(pending)+1)
+	var wg sync.WaitGroup
+	for i, c := range pending {
+		wg.Go(func() { errs[i] = c.w.Close() })
 	}
-	return sum, nil
+	errs[len(pending)] = w.Close()
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return sum, nil, err
+	}
+	var copies []FileCopy
+	for _, c := range pending {
+		c.copy.Bytes, c.copy.SHA256 = c.w.Size(), c.w.SHA256()
+		copies = append(copies, c.copy)
+	}
+	return sum, copies, nil
 }
 
 // indexReader reads the part's index from platform storage.
