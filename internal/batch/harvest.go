@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/rs/zerolog"
 
@@ -28,9 +29,11 @@ func (s *Service) harvestParts(ctx context.Context, t *tick, j Job) (Job, error)
 		return j, err
 	}
 	var errs []error
-	for _, i := range todo {
+	for k, i := range todo {
 		var err error
-		if j, err = s.harvest(ctx, j, i, t.owner); err != nil {
+		// The last part's mark drops the lease in the same write, which
+		// leaves release nothing to do.
+		if j, err = s.harvest(ctx, j, i, t.owner, k == len(todo)-1); err != nil {
 			errs = append(errs, fmt.Errorf("harvest part %d: %w", i, err))
 			if errors.Is(err, errLeaseLost) {
 				return j, errors.Join(errs...)
@@ -73,8 +76,9 @@ func (s *Service) noteHarvestError(ctx context.Context, j Job, i int, owner stri
 // committed nothing and is done again; once the copies are recorded, the
 // results file is rewritten from them with the same content, never from
 // Azure; and the ledger row has a key derived from the job and part, so it
-// is rewritten, never added twice.
-func (s *Service) harvest(ctx context.Context, j Job, i int, owner string) (Job, error) {
+// is rewritten, never added twice. release drops owner's lease in the
+// write that marks the part harvested.
+func (s *Service) harvest(ctx context.Context, j Job, i int, owner string, release bool) (Job, error) {
 	if j.Pack != nil {
 		return s.harvestPack(ctx, j, i, owner)
 	}
@@ -89,7 +93,7 @@ func (s *Service) harvest(ctx context.Context, j Job, i int, owner string) (Job,
 		// ledger is written: a crash before that record leaves nothing
 		// booked, and the next harvest does the pass again.
 		var copies []FileCopy
-		if sum, err = s.parse(ctx, &j, &p, s.azureFiles(ctx, &j, &p, &copies)); err != nil {
+		if sum, copies, err = s.parse(ctx, &j, &p, s.azureFiles(ctx, &j, &p)); err != nil {
 			return j, err
 		}
 		lost := p.OutputLost
@@ -112,30 +116,28 @@ func (s *Service) harvest(ctx context.Context, j Job, i int, owner string) (Job,
 	} else if p.Status == PartDone {
 		// The copies were recorded by a harvest that stopped before the
 		// end: the results again from the copies, never from Azure.
-		if sum, err = s.parse(ctx, &j, &p, s.copiedFiles(ctx, &p)); err != nil {
+		if sum, _, err = s.parse(ctx, &j, &p, s.copiedFiles(ctx, &p)); err != nil {
 			return j, err
 		}
 	}
 	if p.Status != PartDone {
 		return j, nil // harvested meanwhile
 	}
+	// Azure's files are deleted while the ledger is written: both come
+	// after the copies are recorded, and neither needs the other (a
+	// harvest that stops here finishes from the copies).
+	var leftover []string
+	var deleted sync.WaitGroup
+	deleted.Go(func() { leftover = s.deleteAzureFiles(ctx, &p, log) })
 	if sum.usage.Requests > 0 || sum.usage.PromptTokens > 0 || sum.usage.CompletionTokens > 0 {
 		if err := s.record(ctx, &j, &p, sum.usage); err != nil {
+			deleted.Wait()
 			return j, err
 		}
 	}
-	var leftover []string
-	for _, id := range []string{p.OutputFileID, p.ErrorFileID, p.InputFileID} {
-		if id == "" || p.Pack != "" { // a pack's files are its own to delete
-			continue
-		}
-		if err := s.o.Azure.DeleteFile(ctx, id); err != nil && !errors.Is(err, ErrAzureNotFound) {
-			log.Warn().Err(err).Str("file_id", id).Msg("Azure file not deleted; retried later")
-			leftover = append(leftover, id)
-		}
-	}
+	deleted.Wait()
 	mismatch := reconcile(&p, &sum)
-	j, err = s.update(ctx, j, s.holding(owner, func(j *Job) error {
+	mark := s.holding(owner, func(j *Job) error {
 		q := &j.Parts[i]
 		if q.Status != PartDone {
 			return errSkip
@@ -152,7 +154,16 @@ func (s *Service) harvest(ctx context.Context, j Job, i int, owner string) (Job,
 			j.HarvestedAt = now
 		}
 		return nil
-	}))
+	})
+	j, err = s.update(ctx, j, func(j *Job) error {
+		if err := mark(j); err != nil {
+			return err
+		}
+		if release {
+			j.Lease = Lease{}
+		}
+		return nil
+	})
 	if err != nil {
 		return j, err
 	}
@@ -165,6 +176,37 @@ func (s *Service) harvest(ctx context.Context, j Job, i int, owner string) (Job,
 			map[string]any{"part": i, "detail": mismatch})
 	}
 	return j, nil
+}
+
+// deleteAzureFiles deletes a part's files at Azure, all at once, and
+// returns those it could not delete (retried by cleanup). A pack's files
+// are the pack's to delete.
+func (s *Service) deleteAzureFiles(ctx context.Context, p *Part, log zerolog.Logger) []string {
+	if p.Pack != "" {
+		return nil
+	}
+	ids := []string{p.OutputFileID, p.ErrorFileID, p.InputFileID}
+	failed := make([]bool, len(ids))
+	var wg sync.WaitGroup
+	for k, id := range ids {
+		if id == "" {
+			continue
+		}
+		wg.Go(func() {
+			if err := s.o.Azure.DeleteFile(ctx, id); err != nil && !errors.Is(err, ErrAzureNotFound) {
+				log.Warn().Err(err).Str("file_id", id).Msg("Azure file not deleted; retried later")
+				failed[k] = true
+			}
+		})
+	}
+	wg.Wait()
+	var leftover []string
+	for k, id := range ids {
+		if failed[k] {
+			leftover = append(leftover, id)
+		}
+	}
+	return leftover
 }
 
 func allHarvested(j *Job) bool {
