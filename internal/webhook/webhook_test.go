@@ -1,11 +1,13 @@
 package webhook
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,7 +17,9 @@ import (
 	"github.com/offpath/offpath/internal/batch"
 )
 
-// memStore is an in-memory Store.
+// memStore is an in-memory Store, held to tablestore's Webhooks by the
+// contract suite in store_test.go: endpoints by tenant, due events by
+// tenant and id, an update of an event that does not exist a conflict.
 type memStore struct {
 	mu     sync.Mutex
 	eps    []Endpoint
@@ -23,7 +27,13 @@ type memStore struct {
 	n      int
 }
 
-func (m *memStore) Endpoints(context.Context) ([]Endpoint, error) { return m.eps, nil }
+func (m *memStore) Endpoints(context.Context) ([]Endpoint, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := slices.Clone(m.eps)
+	slices.SortFunc(out, func(a, b Endpoint) int { return strings.Compare(a.Tenant, b.Tenant) })
+	return out, nil
+}
 
 func (m *memStore) AddEvent(_ context.Context, e Event) error {
 	m.mu.Lock()
@@ -46,6 +56,9 @@ func (m *memStore) Due(_ context.Context, now time.Time) ([]Event, error) {
 			out = append(out, e)
 		}
 	}
+	slices.SortFunc(out, func(a, b Event) int {
+		return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.ID, b.ID))
+	})
 	return out, nil
 }
 
@@ -53,7 +66,7 @@ func (m *memStore) UpdateEvent(_ context.Context, e Event) (Event, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := e.Tenant + "/" + e.ID
-	if m.events[k].ETag != e.ETag {
+	if old, ok := m.events[k]; !ok || old.ETag != e.ETag {
 		return Event{}, ErrConflict
 	}
 	m.n++
