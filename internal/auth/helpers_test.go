@@ -126,3 +126,19 @@ func (m *memStore) readsOf(id string) (int, int) {
 	defer m.mu.Unlock()
 	return m.reads[id], m.total
 }
+
+// suspend suspends a tenant, as the tenant store's Update does: each of
+// its credentials reads suspended, and the epoch moves.
+func (m *memStore) suspend(tenantID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, set := range []map[string]tenant.Credential{m.keys, m.apps} {
+		for id, c := range set {
+			if c.TenantID == tenantID {
+				c.State = tenant.Suspended
+				set[id] = c
+			}
+		}
+	}
+	m.epoch = fmt.Sprintf("%s+%s", m.epoch, tenantID)
+}
