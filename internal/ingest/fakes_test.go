@@ -25,6 +25,7 @@ import (
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/tenant"
+	"github.com/offpath/offpath/internal/testing/memstore"
 )
 
 // In-memory stand-ins for the stores, so the flow's rules are tested
@@ -96,46 +97,22 @@ func (s *memStatuses) all() []document.Status {
 	return slices.Collect(maps.Values(s.m))
 }
 
+// memLedger is memstore's ledger (held to tablestore's by its contract
+// suite), counting the RecordBatch calls.
 type memLedger struct {
+	*memstore.Ledger
 	mu      sync.Mutex
-	rows    map[string]ledger.Entry
 	batches int
 }
 
-func (l *memLedger) RecordBatch(_ context.Context, entries []ledger.Entry) error {
+func (l *memLedger) RecordBatch(ctx context.Context, entries []ledger.Entry) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.rows == nil {
-		l.rows = map[string]ledger.Entry{}
-	}
 	l.batches++
-	for _, e := range entries {
-		if err := e.Validate(); err != nil {
-			return err
-		}
-		l.rows[e.Tenant+"|"+e.Month.String()+"|"+e.Key()] = e
-	}
-	return nil
+	l.mu.Unlock()
+	return l.Ledger.RecordBatch(ctx, entries)
 }
 
-func (l *memLedger) Abandon(_ context.Context, entries []ledger.Entry) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, e := range entries {
-		k := e.Tenant + "|" + e.Month.String() + "|" + e.Key()
-		if r, ok := l.rows[k]; ok {
-			r.Unfinished = true
-			l.rows[k] = r
-		}
-	}
-	return nil
-}
-
-func (l *memLedger) entries() []ledger.Entry {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Collect(maps.Values(l.rows))
-}
+func (l *memLedger) entries() []ledger.Entry { return l.Entries() }
 
 type memBlob struct {
 	data        []byte
@@ -315,7 +292,7 @@ func newFixture(tb testing.TB, fo fixtureOptions) *fixture {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	f := &fixture{sim: sim, blobs: newMemBlobs(), statuses: &memStatuses{}, ledger: &memLedger{}, rules: rules,
+	f := &fixture{sim: sim, blobs: newMemBlobs(), statuses: &memStatuses{}, ledger: &memLedger{Ledger: memstore.NewLedger(nil)}, rules: rules,
 		tenants: &memTenants{m: map[string]tenant.Tenant{
 			"acme":  {ID: "acme", State: tenant.Active, Aliases: []string{"ingest"}},
 			"other": {ID: "other", State: tenant.Active, Aliases: []string{"ingest"}},

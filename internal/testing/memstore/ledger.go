@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -116,4 +117,23 @@ func (l *Ledger) Totals(ctx context.Context, tenantID string, m ledger.Month) (l
 		return ledger.Usage{}, err
 	}
 	return ledger.Summarize(tenantID, m, entries).Total, nil
+}
+
+// Entries returns every row, by tenant, month and row key.
+func (l *Ledger) Entries() []ledger.Entry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	parts := slices.SortedFunc(maps.Keys(l.rows), func(a, b partition) int {
+		if a.tenant != b.tenant {
+			return strings.Compare(a.tenant, b.tenant)
+		}
+		return strings.Compare(a.month.String(), b.month.String())
+	})
+	var out []ledger.Entry
+	for _, p := range parts {
+		for _, k := range slices.Sorted(maps.Keys(l.rows[p])) {
+			out = append(out, l.rows[p][k])
+		}
+	}
+	return out
 }
