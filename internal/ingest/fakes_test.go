@@ -2,6 +2,7 @@ package ingest_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -47,10 +48,13 @@ func (s *memTenants) Get(_ context.Context, id string) (tenant.Tenant, error) {
 	return t, nil
 }
 
+// memStatuses is an in-memory Statuses, held to tablestore's Documents by
+// the contract suite in statuses_test.go.
 type memStatuses struct {
 	mu      sync.Mutex
 	m       map[string]document.Status // partition + "\x00" + name
 	version int
+	now     func() time.Time // stamps Updated (nil: time.Now)
 }
 
 func (s *memStatuses) key(partition, name string) string { return partition + "\x00" + name }
@@ -58,6 +62,10 @@ func (s *memStatuses) key(partition, name string) string { return partition + "\
 func (s *memStatuses) Get(_ context.Context, partition, name string) (document.Status, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.get(partition, name)
+}
+
+func (s *memStatuses) get(partition, name string) (document.Status, error) {
 	st, ok := s.m[s.key(partition, name)]
 	if !ok {
 		return document.Status{}, document.ErrNotFound
@@ -68,27 +76,40 @@ func (s *memStatuses) Get(_ context.Context, partition, name string) (document.S
 func (s *memStatuses) Put(_ context.Context, name string, st document.Status) (document.Status, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.put(name, st), nil
+}
+
+func (s *memStatuses) put(name string, st document.Status) document.Status {
 	s.version++
 	st.Version = fmt.Sprint(s.version)
+	now := time.Now
+	if s.now != nil {
+		now = s.now
+	}
+	st.Updated = now().UTC()
 	if s.m == nil {
 		s.m = map[string]document.Status{}
 	}
-	partition := st.Tenant
-	if partition == "" {
-		partition = document.Unattributed
-	}
+	partition := cmp.Or(st.Tenant, document.Unattributed)
 	s.m[s.key(partition, name)] = st
-	return st, nil
+	return st
 }
 
-func (s *memStatuses) Update(ctx context.Context, partition, name string, change func(*document.Status, bool) (bool, error)) (document.Status, error) {
-	st, err := s.Get(ctx, partition, name)
+// Update reads, changes and writes the status as one step, as the
+// table's conditional write (retried on a conflict) makes it.
+func (s *memStatuses) Update(_ context.Context, partition, name string, change func(*document.Status, bool) (bool, error)) (document.Status, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, err := s.get(partition, name)
 	found := err == nil
 	write, err := change(&st, found)
 	if err != nil || !write {
 		return st, err
 	}
-	return s.Put(ctx, name, st)
+	if cmp.Or(st.Tenant, document.Unattributed) != partition {
+		return document.Status{}, fmt.Errorf("update document status: partition %q, status of tenant %q", partition, st.Tenant)
+	}
+	return s.put(name, st), nil
 }
 
 func (s *memStatuses) all() []document.Status {
