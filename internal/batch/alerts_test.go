@@ -6,6 +6,7 @@ import (
 
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/testing/clocktest"
 )
 
 // TestAlerts_LingeringConditions: a job held past its threshold, a batch
@@ -16,7 +17,7 @@ func TestAlerts_LingeringConditions(t *testing.T) {
 	t.Parallel()
 	t.Run("held too long", func(t *testing.T) {
 		t.Parallel()
-		clk := &fakeClock{}
+		clk := &clocktest.Ahead{}
 		e := newEnv(t, envConfig{sim: simConfig(3000, aoaisim.Deployment{Name: batchDep, Model: "gpt-4o-mini", Type: aoaisim.TypeGlobalBatch,
 			EnqueuedTokenQuota: 10}), // Azure refuses everything
 			tweak: func(o *batch.Options) { o.HeldAlert, o.Now = time.Minute, clk.Now }})
@@ -36,7 +37,7 @@ func TestAlerts_LingeringConditions(t *testing.T) {
 	})
 	t.Run("overdue", func(t *testing.T) {
 		t.Parallel()
-		clk := &fakeClock{}
+		clk := &clocktest.Ahead{}
 		e := newEnv(t, envConfig{sim: simConfig(0), tweak: func(o *batch.Options) { // frozen: it never finishes
 			o.CompletionWindow, o.OverdueMargin, o.Now = time.Minute, time.Minute, clk.Now
 		}})

@@ -15,6 +15,7 @@ import (
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/testing/clocktest"
 	"github.com/offpath/offpath/internal/tokenmetrics"
 )
 
@@ -23,9 +24,9 @@ const syncDep = "gpt-4o-mini"
 // deadlineEnv is an env whose simulator also serves the alias's
 // synchronous deployment, with the fallback's client wired to it, and a
 // service clock the test moves.
-func deadlineEnv(t *testing.T, speed, linesPerMinute float64, faults ...aoaisim.FaultRule) (*env, *fakeClock) {
+func deadlineEnv(t *testing.T, speed, linesPerMinute float64, faults ...aoaisim.FaultRule) (*env, *clocktest.Ahead) {
 	t.Helper()
-	clock := &fakeClock{}
+	clock := &clocktest.Ahead{}
 	sim := simConfig(speed,
 		aoaisim.Deployment{Name: batchDep, Model: "gpt-4o-mini", ModelVersion: "2024-07-18", Type: aoaisim.TypeGlobalBatch, BatchLinesPerMinute: linesPerMinute},
 		aoaisim.Deployment{Name: syncDep, Model: "gpt-4o-mini", ModelVersion: "2024-07-18", Type: aoaisim.TypeStandard})

@@ -34,31 +34,14 @@ const SourceSync = "sync"
 // harvested and whose remaining items are still to run, under the job's
 // lease.
 func (s *Service) fallbackParts(ctx context.Context, t *tick, j Job) (Job, error) {
-	var todo []int
-	for i := range j.Parts {
-		if j.Parts[i].Status == PartFallback {
-			todo = append(todo, i)
-		}
-	}
-	if len(todo) == 0 || s.o.Sync == nil {
+	if s.o.Sync == nil {
 		return j, nil
 	}
-	j, err := s.claim(ctx, j, t.owner)
-	if err != nil {
-		return j, err
+	run := func(ctx context.Context, j Job, i int, owner string, _ bool) (Job, error) {
+		return s.fallback(ctx, j, i, owner)
 	}
-	var errs []error
-	for _, i := range todo {
-		var err error
-		if j, err = s.fallback(ctx, j, i, t.owner); err != nil {
-			errs = append(errs, fmt.Errorf("fallback of part %d: %w", i, err))
-			if errors.Is(err, errLeaseLost) {
-				return j, errors.Join(errs...)
-			}
-		}
-	}
-	j, err = s.release(ctx, j, t.owner)
-	return j, errors.Join(append(errs, err)...)
+	j, _, err := s.eachUnderLease(ctx, t, j, PartFallback, "fallback of part", run, nil)
+	return j, err
 }
 
 // rerun reports whether an item the batch left with outcome o runs in

@@ -15,36 +15,52 @@ import (
 
 // harvestParts harvests every part that has ended, under the job's lease.
 func (s *Service) harvestParts(ctx context.Context, t *tick, j Job) (Job, error) {
+	j, done, err := s.eachUnderLease(ctx, t, j, PartDone, "harvest part", s.harvest, func(j Job, i int, err error) Job {
+		return s.noteHarvestError(ctx, j, i, t.owner, err)
+	})
+	t.count(func(r *TickReport) { r.Harvested += done })
+	return j, err
+}
+
+// eachUnderLease runs step on each part of the job in status st, under
+// the job's lease (claimed first, released after; step is told which
+// part is the last, whose write may drop the lease itself), and returns
+// how many succeeded. A part's failure (wrapped with what and the part) does not
+// stop the others, unless the lease was lost; failed, if set, is told of
+// it and returns the job as it then stands.
+func (s *Service) eachUnderLease(ctx context.Context, t *tick, j Job, st PartStatus, what string,
+	step func(ctx context.Context, j Job, i int, owner string, last bool) (Job, error), failed func(j Job, i int, err error) Job) (Job, int, error) {
 	var todo []int
 	for i := range j.Parts {
-		if j.Parts[i].Status == PartDone {
+		if j.Parts[i].Status == st {
 			todo = append(todo, i)
 		}
 	}
 	if len(todo) == 0 {
-		return j, nil
+		return j, 0, nil
 	}
 	j, err := s.claim(ctx, j, t.owner)
 	if err != nil {
-		return j, err
+		return j, 0, err
 	}
 	var errs []error
+	done := 0
 	for k, i := range todo {
 		var err error
-		// The last part's mark drops the lease in the same write, which
-		// leaves release nothing to do.
-		if j, err = s.harvest(ctx, j, i, t.owner, k == len(todo)-1); err != nil {
-			errs = append(errs, fmt.Errorf("harvest part %d: %w", i, err))
+		if j, err = step(ctx, j, i, t.owner, k == len(todo)-1); err != nil {
+			errs = append(errs, fmt.Errorf("%s %d: %w", what, i, err))
 			if errors.Is(err, errLeaseLost) {
-				return j, errors.Join(errs...)
+				return j, done, errors.Join(errs...)
 			}
-			j = s.noteHarvestError(ctx, j, i, t.owner, err)
+			if failed != nil {
+				j = failed(j, i, err)
+			}
 			continue
 		}
-		t.count(func(r *TickReport) { r.Harvested++ })
+		done++
 	}
 	j, err = s.release(ctx, j, t.owner)
-	return j, errors.Join(append(errs, err)...)
+	return j, done, errors.Join(append(errs, err)...)
 }
 
 // noteHarvestError counts a failed harvest and alerts when it keeps

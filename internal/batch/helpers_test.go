@@ -371,21 +371,3 @@ func (e *env) check(j batch.Job, want map[batch.Outcome]int) []batch.ResultLine 
 
 // azureLeft counts the simulator's files still there.
 func (e *env) azureFiles() int { return len(e.sim.State().Files) }
-
-// fakeClock is the service's clock: real time, moved ahead by the test.
-type fakeClock struct {
-	mu     sync.Mutex
-	offset time.Duration
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.offset)
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.offset += d
-}

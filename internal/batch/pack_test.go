@@ -11,6 +11,7 @@ import (
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/tenant"
+	"github.com/offpath/offpath/internal/testing/clocktest"
 )
 
 // packTarget is the packs' target size in the tests: small enough that
@@ -19,9 +20,9 @@ const packTarget = 2000
 
 // packEnv is an env whose service packs small jobs, on a clock the test
 // moves, with n tenants t00, t01, ...
-func packEnv(t *testing.T, cfg envConfig, n int) (*env, *fakeClock) {
+func packEnv(t *testing.T, cfg envConfig, n int) (*env, *clocktest.Ahead) {
 	t.Helper()
-	clock := &fakeClock{}
+	clock := &clocktest.Ahead{}
 	tweak := cfg.tweak
 	cfg.tweak = func(o *batch.Options) {
 		o.Now = clock.Now

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 )
 
@@ -26,6 +27,33 @@ func sealPack(j *Job, p *Part, now time.Time) bool {
 		return false
 	}
 	return true
+}
+
+// unsent reports whether a sealed pack is held with no batch that could
+// hold its lines: pending, no create whose outcome is unknown, and no
+// admission under way (its lease free). Its members may then still
+// leave it, as before the seal.
+func unsent(pk *Job, now time.Time) bool {
+	p := &pk.Parts[0]
+	return p.Status == PartPending && !p.MaybeCreated && p.BatchID == "" && (pk.Lease.Owner == "" || !now.Before(pk.Lease.Until))
+}
+
+// resealPack sizes a held pack again after a member left it after its
+// seal: the part's size becomes that of the members still in it, and an
+// input file already uploaded (with the member's lines) is given up, to
+// be deleted, so that the next admission builds and uploads the file
+// again without them.
+func resealPack(pk *Job, p *Part) {
+	if len(pk.Pack.live()) > 0 { // else the pack is cancelled: leavePack
+		pk.Pack.Sealed = false
+		sealPack(pk, p, time.Time{})
+	}
+	if p.InputFileID != "" {
+		if !slices.Contains(pk.Cleanup, p.InputFileID) {
+			pk.Cleanup = append(pk.Cleanup, p.InputFileID)
+		}
+		p.InputFileID = ""
+	}
 }
 
 // buildPack writes the pack's input: its live members' own inputs one
@@ -57,8 +85,9 @@ func (s *Service) buildPack(ctx context.Context, j *Job, p *Part) error {
 }
 
 // leavePack takes a cancelled job's part out of its pack, if the pack is
-// not sealed yet (its lines will not be in the file); a sealed pack keeps
-// them, and they run. The pack's row decides, by a conditional write,
+// not sealed yet, or sealed and held with nothing sent that could hold
+// its lines (unsent): its lines will not be in the file; a pack whose
+// batch may exist keeps them, and they run. The pack's row decides, by a conditional write,
 // so that a pack being sealed and a member leaving it never both win.
 // When every member still in a pack is cancelled, so is the pack. It
 // reports whether the part left.
@@ -85,6 +114,9 @@ func (s *Service) leavePack(ctx context.Context, j *Job, part int) (bool, error)
 				left = true
 			case !pk.Pack.Sealed:
 				m.Removed, left, changed = true, true, true
+			case unsent(pk, s.now()):
+				m.Removed, left, changed = true, true, true
+				resealPack(pk, &pk.Parts[0])
 			case !m.Cancelled:
 				m.Cancelled, changed = true, true
 			}

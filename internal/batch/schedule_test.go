@@ -11,6 +11,7 @@ import (
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/testing/clocktest"
 )
 
 // Two Global Batch deployments of one model: cheap (a Global Batch
@@ -141,7 +142,7 @@ func TestSchedule_CheaperUntilFullThenNext(t *testing.T) {
 func TestSchedule_CoolOffAfterTokenLimit(t *testing.T) {
 	t.Parallel()
 	models, sim := twoDeployments(10) // far too little for any part: Azure refuses at create
-	clock := &fakeClock{}
+	clock := &clocktest.Ahead{}
 	e := newEnv(t, envConfig{models: models, sim: sim, tweak: func(o *batch.Options) {
 		o.Now, o.CoolOff = clock.Now, 10*time.Minute
 	}})
@@ -194,7 +195,7 @@ func TestSchedule_CoolOffAfterErrors(t *testing.T) {
 	t.Parallel()
 	models, sim := twoDeployments(0)
 	sim.Faults = []aoaisim.FaultRule{{Deployment: cheapDep, Route: aoaisim.RouteBatchesCreate, ErrorRate: 1, ErrorStatus: 500}}
-	clock := &fakeClock{}
+	clock := &clocktest.Ahead{}
 	e := newEnv(t, envConfig{models: models, sim: sim, tweak: func(o *batch.Options) {
 		o.Now, o.CoolOff, o.CoolOffFailures = clock.Now, 10*time.Minute, 2
 	}})

@@ -2,7 +2,6 @@ package nightly_test
 
 import (
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,25 +14,8 @@ import (
 	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/nightly"
 	"github.com/offpath/offpath/internal/report"
+	"github.com/offpath/offpath/internal/testing/clocktest"
 )
-
-// clock is real time moved ahead by the test.
-type clock struct {
-	mu     sync.Mutex
-	offset time.Duration
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.offset)
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.offset += d
-}
 
 // A night whose batch Azure keeps validating: the job carries the report's
 // deadline, its part falls back to the synchronous deployment when the
@@ -46,7 +28,7 @@ func TestRun_ReportOnTimeThroughTheFallback(t *testing.T) {
 	if err := e.sim.SetFaults([]aoaisim.FaultRule{{Deployment: "gpt-4o-mini-batch", HoldValidating: aoaisim.Duration(48 * time.Hour)}}); err != nil {
 		t.Fatal(err)
 	}
-	c := &clock{}
+	c := &clocktest.Ahead{}
 	client, err := azopenai.NewQueueClient(azopenai.QueueConfig{Endpoint: e.simURL, APIKey: aoaisim.DefaultKey, AllowHTTP: true}, nil, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
