@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/offpath/offpath/internal/ingest"
 	"github.com/offpath/offpath/internal/local/azurite"
 	"github.com/offpath/offpath/internal/tablestore"
+	"github.com/offpath/offpath/internal/tenant"
 )
 
 // TestStatuses_Contract runs one suite against the flow tests' in-memory
@@ -129,5 +131,42 @@ func statusesContract(t *testing.T, s ingest.Statuses, at time.Time) {
 	wg.Wait()
 	if got, err := s.Get(ctx, "acme", name); err != nil || got.Deliveries != 5 || got.State != document.Processing {
 		t.Errorf("after four concurrent updates: %+v, %v; want 5 deliveries, processing", got, err)
+	}
+}
+
+// TestTenants_Contract: the flow tests' in-memory tenants read as
+// tablestore's Tenants do.
+func TestTenants_Contract(t *testing.T) {
+	t.Parallel()
+	acme := tenant.New("acme", "Acme", time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
+	acme.Aliases = []string{"ingest"}
+	for name, open := range map[string]func(t *testing.T) ingest.Tenants{
+		"memory": func(*testing.T) ingest.Tenants { return &memTenants{m: map[string]tenant.Tenant{"acme": acme}} },
+		"tablestore": func(t *testing.T) ingest.Tenants {
+			svc, err := tablestore.NewServiceClient(tablestore.Connection{ConnectionString: azurite.Start(t).ConnectionString()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := tablestore.NewTenants(svc, "")
+			if err := s.Create(context.Background(), acme); err != nil {
+				t.Fatal(err)
+			}
+			return s
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := open(t)
+			got, err := s.Get(ctx, "acme")
+			if err != nil || got.ID != acme.ID || got.State != tenant.Active || !slices.Equal(got.Aliases, acme.Aliases) || !got.Created.Equal(acme.Created) {
+				t.Errorf("Get = %+v, %v; want %+v", got, err, acme)
+			}
+			for _, id := range []string{"nobody", "Not A Tenant Id", ""} {
+				if _, err := s.Get(ctx, id); !errors.Is(err, tenant.ErrNotFound) {
+					t.Errorf("Get(%q): %v, want ErrNotFound", id, err)
+				}
+			}
+		})
 	}
 }
