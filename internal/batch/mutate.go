@@ -76,6 +76,11 @@ func (s *Service) claim(ctx context.Context, j Job, owner string) (Job, error) {
 		if j.leasedByOther(owner, now) {
 			return errLeaseLost
 		}
+		if j.Lease.Owner == owner && j.Lease.Until.Sub(now) > s.o.LeaseTTL/2 {
+			// Taken moments ago by this tick (with the write that saw a
+			// batch end): the next write under it renews it.
+			return errSkip
+		}
 		j.Lease = Lease{Owner: owner, Until: now.Add(s.o.LeaseTTL)}
 		return nil
 	})

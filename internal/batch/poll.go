@@ -101,6 +101,11 @@ func (s *Service) pollParts(ctx context.Context, t *tick, j Job) (Job, error) {
 		if !changed {
 			return errSkip
 		}
+		// A part that ended is harvested next in this tick, under the
+		// job's lease: taken in this write rather than one of its own.
+		if ended(j, answers) && !j.leasedByOther(t.owner, s.now()) {
+			j.Lease = Lease{Owner: t.owner, Until: s.now().Add(s.o.LeaseTTL)}
+		}
 		return nil
 	})
 	for _, a := range answers {
@@ -116,6 +121,16 @@ func (s *Service) pollParts(ctx context.Context, t *tick, j Job) (Job, error) {
 	}
 	s.announce(ctx, &j, events)
 	return j, errors.Join(errs...)
+}
+
+// ended reports whether a part the answers are about is now done.
+func ended(j *Job, answers []polled) bool {
+	for _, a := range answers {
+		if j.Parts[a.part].Status == PartDone {
+			return true
+		}
+	}
+	return false
 }
 
 // partEvent is an alert-worthy transition of a part.
