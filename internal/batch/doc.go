@@ -104,7 +104,11 @@
 //
 // Cancelling a member before the seal takes it out (a conditional write on
 // the pack's row decides between the two): its lines are not in the file,
-// it ends cancelled, nothing billed. After the seal its lines stay and
+// it ends cancelled, nothing billed. So does cancelling it after the seal
+// while the pack is held with nothing sent that could hold its lines (no
+// create of unknown outcome, no admission under way, as after Azure's
+// quota refused it): the pack is sized again and its file built and
+// uploaded again without them, the earlier upload deleted. After the seal its lines stay and
 // run (the batch is shared): what ran is billed, what did not is
 // cancelled, and the job ends cancelled; a pack all of whose members are
 // cancelled is cancelled at Azure.
@@ -115,9 +119,11 @@
 // in one conditional write, as if its own batch had ended with them; then
 // each member is harvested like any part (its index, results, counts and
 // ledger row, LedgerUnit of the member), so its results, usage and ledger
-// read as if it had run alone. A pack's harvest repeated after a crash
-// splits again from Azure's files (deleted only once every member has its
-// copies) and skips members already delivered; only the members' own
+// read as if it had run alone. Once every member's copies are stored the
+// pack records it (Copied); a pack's harvest repeated after a crash reads
+// those copies back, or, if the crash came before that record, splits
+// again from Azure's files (deleted only once every member has its
+// copies), and skips members already delivered; only the members' own
 // harvests write the ledger. Get shows a packed job where its pack is
 // (held, or submitted with the batch's status and times), never the
 // pack's batch id, members or counts.

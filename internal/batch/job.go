@@ -193,8 +193,9 @@ type Part struct {
 	OutputExpiresAt time.Time `json:"output_expires_at,omitzero"`
 	CancelSent      bool      `json:"cancel_sent,omitempty"`
 
-	// Copied: the output and error files are in platform storage (Copies);
-	// the harvest never reads Azure again.
+	// Copied: the output and error files are in platform storage (Copies;
+	// a pack's, split into its members' areas); the harvest never reads
+	// Azure again.
 	Copied bool       `json:"copied,omitempty"`
 	Copies []FileCopy `json:"copies,omitempty"`
 	// OutputLost: Azure no longer had the files when they were copied.

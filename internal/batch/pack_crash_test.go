@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/batch"
+	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/testing/poll"
 )
 
@@ -33,7 +34,8 @@ func (c *crashingJobs) Update(ctx context.Context, j batch.Job) (batch.Job, erro
 // TestPack_HarvestRepeatedAfterCrash kills a pack's harvest after it has
 // handed three of its six jobs their lines, and one job's own harvest
 // right after its ledger write: a new process, once the dead poller's
-// lease has run out, splits the pack again, delivers to the other jobs,
+// lease has run out, reads back the copies the first split stored (never
+// Azure's files again), delivers to the other jobs,
 // and every job ends with its own results and exactly one ledger row
 // with its usage.
 func TestPack_HarvestRepeatedAfterCrash(t *testing.T) {
@@ -59,6 +61,7 @@ func TestPack_HarvestRepeatedAfterCrash(t *testing.T) {
 	}
 	_, _ = dying.Poll(ctx)
 	crash()
+	downloads := e.sim.Stats().Routes[aoaisim.RouteFilesContent]
 	delivered := 0
 	for _, j := range e.reread(jobs) {
 		if j.Parts[0].Status == batch.PartDone {
@@ -90,6 +93,9 @@ func TestPack_HarvestRepeatedAfterCrash(t *testing.T) {
 		if rows != 1 {
 			t.Errorf("job %s has %d ledger rows, want 1", j.ID, rows)
 		}
+	}
+	if got := e.sim.Stats().Routes[aoaisim.RouteFilesContent]; got != downloads || downloads == 0 {
+		t.Errorf("Azure's files were read %d times before the crash and %d after: the repeated harvest must read the stored copies", downloads, got-downloads)
 	}
 	if writes != len(jobs)+1 {
 		t.Errorf("%d ledger writes, want one per job and the crashed one's again", writes)

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/batchfile"
+	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/lines"
 )
 
@@ -33,10 +36,13 @@ type split struct {
 // conditional write on the member's row, as if its own batch had ended
 // with them. From there each member is harvested like any part: its
 // results, counts and ledger row (LedgerUnit of the member) are its own.
-// A harvest repeated after a crash before the mark splits again from
-// Azure's files (not deleted before every member has its copies), writes
-// the same copies and skips the members already delivered; the ledger is
-// only ever written by the members' own harvests.
+// Once every member's copies are stored, the pack's part records it
+// (Copied): a harvest repeated after a crash before that splits again
+// from Azure's files (not deleted before every member has its copies) and
+// writes the same copies; one repeated after it reads the copies back
+// (storedSplits), never Azure's files again. Either skips the members
+// already delivered; the ledger is only ever written by the members' own
+// harvests.
 func (s *Service) harvestPack(ctx context.Context, j Job, i int, owner string) (Job, error) {
 	log := zerolog.Ctx(ctx).With().Str("pack", j.ID).Logger()
 	p := j.Parts[i]
@@ -44,9 +50,38 @@ func (s *Service) harvestPack(ctx context.Context, j Job, i int, owner string) (
 		return j, nil
 	}
 	live := j.Pack.live()
-	splits, stray, err := s.splitPack(ctx, &j, &p, live)
-	if err != nil {
-		return j, err
+	var splits map[string]*split
+	var err error
+	if p.Copied {
+		// Split and stored by a harvest that stopped before the end: the
+		// members' copies are read back, Azure's files never again.
+		if splits, err = s.storedSplits(ctx, &p, live); err != nil {
+			return j, err
+		}
+	} else {
+		var stray int64
+		if splits, stray, err = s.splitPack(ctx, &j, &p, live); err != nil {
+			return j, err
+		}
+		mismatch := ""
+		if stray > 0 {
+			mismatch = fmt.Sprintf("%d lines name no member of the pack", stray)
+		}
+		lost := p.OutputLost
+		if j, err = s.update(ctx, j, s.holding(owner, func(j *Job) error {
+			q := &j.Parts[i]
+			if q.Copied || q.Status != PartDone {
+				return errSkip
+			}
+			q.Copied, q.Mismatch, q.OutputLost = true, mismatch, lost
+			return nil
+		})); err != nil {
+			return j, err
+		}
+		p = j.Parts[i]
+		if p.Status != PartDone {
+			return j, nil // harvested meanwhile
+		}
 	}
 	if err := s.deliverAll(ctx, &j, &p, splits); err != nil {
 		return j, err
@@ -60,17 +95,14 @@ func (s *Service) harvestPack(ctx context.Context, j Job, i int, owner string) (
 			leftover = append(leftover, id)
 		}
 	}
-	mismatch := ""
-	if stray > 0 {
-		mismatch = fmt.Sprintf("%d lines name no member of the pack", stray)
-	}
+	mismatch := p.Mismatch
 	j, err = s.update(ctx, j, s.holding(owner, func(j *Job) error {
 		q := &j.Parts[i]
 		if q.Status != PartDone {
 			return errSkip
 		}
 		now := s.now()
-		q.Status, q.HarvestedAt, q.Mismatch, q.OutputLost = PartHarvested, now, mismatch, p.OutputLost
+		q.Status, q.HarvestedAt = PartHarvested, now
 		for _, id := range leftover {
 			if !slices.Contains(j.Cleanup, id) {
 				j.Cleanup = append(j.Cleanup, id)
@@ -182,7 +214,7 @@ func (s *Service) storeSplits(ctx context.Context, p *Part, live []PackMember, s
 			wg.Add(1)
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				name := partBlob(&Job{Tenant: m.Tenant, ID: m.Job}, m.Part, p.BatchID+"."+[]string{"output", "errors"}[kind]+".jsonl")
+				name := splitBlob(p, m, kind)
 				c, err := s.storeCopy(ctx, name, id, sp.buf[kind].Bytes())
 				mu.Lock()
 				defer mu.Unlock()
@@ -209,6 +241,46 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// storedSplits reads back the copies splitPack stored for each member
+// (their names are derived from the member and the pack's batch; a
+// member with no line of a kind has no copy of it): each copy's size,
+// checksum and lines, as the split recorded them.
+func (s *Service) storedSplits(ctx context.Context, p *Part, live []PackMember) (map[string]*split, error) {
+	splits := make(map[string]*split, len(live))
+	for _, m := range live {
+		sp := &split{}
+		splits[m.Job] = sp
+		for kind, id := range []string{p.OutputFileID, p.ErrorFileID} {
+			if id == "" {
+				continue
+			}
+			name := splitBlob(p, m, kind)
+			r, _, err := s.o.Blobs.Open(ctx, s.o.Containers.Results, name)
+			if errors.Is(err, blobstore.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("read back %s: %w", name, err)
+			}
+			h := sha256.New()
+			data, err := io.ReadAll(io.TeeReader(r, h))
+			r.Close()
+			if err != nil {
+				return nil, fmt.Errorf("read back %s: %w", name, err)
+			}
+			sp.lines[kind] = int64(bytes.Count(data, []byte{'\n'}))
+			sp.copies = append(sp.copies, FileCopy{AzureFileID: id, Blob: name, Bytes: int64(len(data)), SHA256: hex.EncodeToString(h.Sum(nil))})
+		}
+	}
+	return splits, nil
+}
+
+// splitBlob is where a member's lines of kind (0 output, 1 errors) of
+// the pack's batch are stored.
+func splitBlob(p *Part, m PackMember, kind int) string {
+	return partBlob(&Job{Tenant: m.Tenant, ID: m.Job}, m.Part, p.BatchID+"."+[]string{"output", "errors"}[kind]+".jsonl")
 }
 
 func (s *Service) storeCopy(ctx context.Context, name, fileID string, data []byte) (FileCopy, error) {
