@@ -93,7 +93,7 @@ func newBatch(cfg config.Handler, s *services, t tenancy, logger zerolog.Logger)
 		return nil, fmt.Errorf("OFFPATH_TICKETS_URL: %w", err)
 	}
 	nights, err := nightly.New(nightly.Options{
-		Tickets: blobs.ServiceClient().NewContainerClient(n.TicketsContainer), Batches: svc, Tenants: t.tenants,
+		Tickets: blobstore.NewContainer(blobs.ServiceClient().NewContainerClient(n.TicketsContainer)), Batches: svc, Tenants: t.tenants,
 		Nights: tablestore.NewNights(tables, ""), Summaries: tablestore.NewSummaries(tables, ""),
 		Blobs:  blobstore.New(blobs, blobstore.Options{BlockSize: nightly.BlockSize}),
 		Ledger: t.ledger, Alerts: alerts, Renderer: renderer, Tenant: n.Tenant, Alias: n.Alias,

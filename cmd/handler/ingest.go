@@ -78,7 +78,7 @@ func newIngest(cfg config.Handler, s *services, t tenancy, logger zerolog.Logger
 	models, limits, fleet := m.client, m.limits, m.fleet
 	o := ingest.Options{
 		Rules: rules, Catalog: cfg.Catalog, Alias: in.Alias, Tenants: t.tenants,
-		Statuses: t.docs, Ledger: t.ledger, Models: models, Blobs: ingest.BlobStore(store),
+		Statuses: t.docs, Ledger: t.ledger, Models: models, Blobs: store,
 		Chunk: chunk.Options{Size: in.ChunkTokens, Overlap: in.ChunkOverlap}, Budget: in.Budget,
 		MaxDeliveryCount: map[string]int{rules.Policy().LightQueue: in.MaxDeliveryCount, rules.Policy().HeavyQueue: in.HeavyMaxDeliveryCount},
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/offpath/offpath/internal/audit"
 	"github.com/offpath/offpath/internal/auth"
 	"github.com/offpath/offpath/internal/batch"
-	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/object"
 )
 
 // The read routes the console page needs beside the rest of the API: who
@@ -350,7 +350,7 @@ func (s *Server) morningReport(w http.ResponseWriter, r *http.Request, _ auth.Pr
 	}
 	ctx := r.Context()
 	body, err := s.o.Reports.OpenReport(ctx, day, format == "json")
-	if errors.Is(err, blobstore.ErrNotFound) {
+	if errors.Is(err, object.ErrNotFound) {
 		fail(w, r, newError(http.StatusNotFound, "not_found", "no morning report for "+day))
 		return
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/offpath/offpath/internal/alert"
 	"github.com/offpath/offpath/internal/audit"
 	"github.com/offpath/offpath/internal/batch"
-	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/object"
 )
 
 // heldJobs is the API's HeldJobs with a fixed answer.
@@ -54,7 +54,7 @@ func (r *reports) OpenReport(_ context.Context, day string, markdown bool) (io.R
 	defer r.mu.Unlock()
 	md, ok := r.days[day]
 	if !ok {
-		return nil, blobstore.ErrNotFound
+		return nil, object.ErrNotFound
 	}
 	if !markdown {
 		md = "<html>" + md

@@ -145,7 +145,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	enq, err := ingest.NewEnqueuer(ingest.Options{Rules: rules, Catalog: e.catalog, Tenants: e.tenants, Statuses: e.docs,
-		Blobs: ingest.BlobStore(blobstore.NewDocuments(e.blobs, e.incoming, "ingested"+n, 0)), Now: func() time.Time { return now }})
+		Blobs: blobstore.NewDocuments(e.blobs, e.incoming, "ingested"+n, 0), Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}

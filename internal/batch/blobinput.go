@@ -9,8 +9,8 @@ import (
 	"io"
 	"iter"
 
-	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/lines"
+	"github.com/offpath/offpath/internal/object"
 )
 
 // maxInputLine bounds one line of a tenant's JSONL input.
@@ -21,7 +21,7 @@ const maxInputLine = 2*MaxPromptBytes + 64<<10
 func (s *Service) blobItems(ctx context.Context, name string) iter.Seq2[Item, error] {
 	return func(yield func(Item, error) bool) {
 		info, err := s.o.Blobs.Stat(ctx, s.o.Containers.Uploads, name)
-		if errors.Is(err, blobstore.ErrNotFound) {
+		if errors.Is(err, object.ErrNotFound) {
 			yield(Item{}, invalid("input_blob_not_found", "input_blob %q does not exist", clip(name)))
 			return
 		}
@@ -35,7 +35,7 @@ func (s *Service) blobItems(ctx context.Context, name string) iter.Seq2[Item, er
 		}
 		body, _, err := s.o.Blobs.Open(ctx, s.o.Containers.Uploads, name)
 		if err != nil {
-			if errors.Is(err, blobstore.ErrNotFound) {
+			if errors.Is(err, object.ErrNotFound) {
 				err = invalid("input_blob_not_found", "input_blob %q does not exist", clip(name))
 			}
 			yield(Item{}, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/object"
 	"github.com/offpath/offpath/internal/testing/poll"
 )
 
@@ -153,7 +154,7 @@ func TestExactlyOnce_CrashMidHarvest(t *testing.T) {
 					t.Fatalf("after a crash mid-pass: copied %v, lease %+v, %d ledger writes; want no copy recorded, a dead poller's lease, no ledger write", mid.Parts[0].Copied, mid.Lease, e.ledger.records[unit])
 				}
 				results := j.Tenant + "/" + j.ID + "/part-0.results.jsonl"
-				if _, err := e.blobs.Stat(context.Background(), e.cont.Results, results); !errors.Is(err, blobstore.ErrNotFound) {
+				if _, err := e.blobs.Stat(context.Background(), e.cont.Results, results); !errors.Is(err, object.ErrNotFound) {
 					t.Errorf("results file after a crash mid-pass: %v, want none committed", err)
 				}
 			case "after the copy":

@@ -15,9 +15,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/batchfile"
-	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/lines"
+	"github.com/offpath/offpath/internal/object"
 	"github.com/offpath/offpath/internal/tokens"
 )
 
@@ -229,7 +229,7 @@ func FallbackUnit(jobID string, part, line int) string {
 // keptAnswer returns the line's kept answer, or nil if there is none.
 func (s *Service) keptAnswer(ctx context.Context, j *Job, p *Part, line int) ([]byte, error) {
 	r, _, err := s.o.Blobs.Open(ctx, s.o.Containers.Results, syncBlob(j, p, line))
-	if errors.Is(err, blobstore.ErrNotFound) {
+	if errors.Is(err, object.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {

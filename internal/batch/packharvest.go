@@ -16,8 +16,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/batchfile"
-	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/lines"
+	"github.com/offpath/offpath/internal/object"
 )
 
 // split is what a pack's output and error files hold for one member: its
@@ -258,7 +258,7 @@ func (s *Service) storedSplits(ctx context.Context, p *Part, live []PackMember) 
 			}
 			name := splitBlob(p, m, kind)
 			r, _, err := s.o.Blobs.Open(ctx, s.o.Containers.Results, name)
-			if errors.Is(err, blobstore.ErrNotFound) {
+			if errors.Is(err, object.ErrNotFound) {
 				continue
 			}
 			if err != nil {

@@ -13,8 +13,8 @@ import (
 	"sync"
 
 	"github.com/offpath/offpath/internal/batchfile"
-	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/object"
 )
 
 // partSum is what reading a part's copies found.
@@ -37,7 +37,7 @@ type partFile struct {
 // pendingCopy is a copy of an Azure file read whole, stored once it is
 // committed.
 type pendingCopy struct {
-	w    *blobstore.Writer
+	w    object.Writer
 	copy FileCopy // without its size and checksum until committed
 }
 

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/batchfile"
-	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/object"
 	"github.com/offpath/offpath/internal/tenant"
 )
 
@@ -72,10 +72,10 @@ type JobStore interface {
 
 // Blobs is platform storage (package blobstore's Store).
 type Blobs interface {
-	Create(ctx context.Context, container, name string, metadata map[string]string) (*blobstore.Writer, error)
-	Open(ctx context.Context, container, name string) (io.ReadCloser, blobstore.Info, error)
+	Create(ctx context.Context, container, name string, metadata map[string]string) (object.Writer, error)
+	Open(ctx context.Context, container, name string) (io.ReadCloser, object.Info, error)
 	OpenAt(ctx context.Context, container, name string, offset int64) (io.ReadCloser, error)
-	Stat(ctx context.Context, container, name string) (blobstore.Info, error)
+	Stat(ctx context.Context, container, name string) (object.Info, error)
 	Delete(ctx context.Context, container, name string) error
 	DeletePrefix(ctx context.Context, container, prefix string) error
 }

@@ -14,10 +14,15 @@
 // ETag), and writes the result for the search indexer so that it appears
 // whole or not at all. A result is staged as blocks while it is produced
 // and made visible by one commit; a result small enough for one block is
-// uploaded in one request.
+// uploaded in one request. It implements ingest.Blobs.
 //
-// SDK errors are translated once, here: a missing blob or container is
-// ErrNotFound, a blob no longer at the version asked for ErrChanged, a 409
-// ErrConflict; anything else is returned wrapped, and callers treat it as
-// transient.
+// [Container] lists and reads one container for the nightly ticket
+// collector (tickets.Blobs).
+//
+// The values, the writer's interface and the error sentinels are package
+// object's, so that the flows need neither this package nor the SDK. SDK
+// errors are translated once, here: a missing blob or container is
+// object.ErrNotFound, a blob no longer at the version asked for
+// object.ErrChanged, a 409 object.ErrConflict; anything else is returned
+// wrapped, and callers treat it as transient.
 package blobstore

@@ -18,18 +18,14 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+
+	"github.com/offpath/offpath/internal/ingest"
+	"github.com/offpath/offpath/internal/object"
 )
 
-// Properties describe a blob.
-type Properties struct {
-	ETag        string
-	Size        int64
-	ContentType string
-	Metadata    map[string]string
-}
-
 // Documents reads the incoming container and writes the results container
-// of one storage account. It is safe for concurrent use.
+// of one storage account: the queue path's ingest.Blobs. It is safe for
+// concurrent use.
 type Documents struct {
 	client    *azblob.Client
 	incoming  string
@@ -38,6 +34,8 @@ type Documents struct {
 	mu        sync.Mutex
 	ready     bool // the results container exists
 }
+
+var _ ingest.Blobs = (*Documents)(nil)
 
 // NewDocuments returns Documents over client: documents are read from the
 // container incoming, results written to results. blockSize 0 means
@@ -56,12 +54,12 @@ func (s *Documents) AccountURL() string { return strings.TrimSuffix(s.client.URL
 // Open streams the document name of the incoming container at version
 // etag. A broken connection is resumed from where it broke, at the same
 // version.
-func (s *Documents) Open(ctx context.Context, name, etag string) (io.ReadCloser, Properties, error) {
+func (s *Documents) Open(ctx context.Context, name, etag string) (io.ReadCloser, object.Info, error) {
 	res, err := s.download(ctx, name, etag)
 	if err != nil {
-		return nil, Properties{}, err
+		return nil, object.Info{}, err
 	}
-	p := Properties{ETag: strings.Trim(string(deref(res.ETag)), `"`), Size: deref(res.ContentLength), ContentType: deref(res.ContentType), Metadata: derefMap(res.Metadata)}
+	p := info(res.ETag, res.ContentLength, res.ContentType, res.Metadata)
 	return res.NewRetryReader(ctx, &blob.RetryReaderOptions{MaxRetries: 3}), p, nil
 }
 
@@ -71,8 +69,8 @@ func (s *Documents) download(ctx context.Context, name, etag string) (blob.Downl
 	res, err := b.DownloadStream(ctx, &blob.DownloadStreamOptions{AccessConditions: pinned(etag)})
 	if err != nil {
 		err = fmt.Errorf("read document: %w", translate(err))
-		if errors.Is(err, ErrChanged) { // Azurite answers 412 for a missing blob too
-			if _, serr := s.Stat(ctx, name); errors.Is(serr, ErrNotFound) {
+		if errors.Is(err, object.ErrChanged) { // Azurite answers 412 for a missing blob too
+			if _, serr := s.Stat(ctx, name); errors.Is(serr, object.ErrNotFound) {
 				err = serr
 			}
 		}
@@ -88,12 +86,12 @@ func pinned(etag string) *blob.AccessConditions {
 
 // Stat returns the properties of the document name in the incoming
 // container.
-func (s *Documents) Stat(ctx context.Context, name string) (Properties, error) {
+func (s *Documents) Stat(ctx context.Context, name string) (object.Info, error) {
 	res, err := s.client.ServiceClient().NewContainerClient(s.incoming).NewBlobClient(name).GetProperties(ctx, nil)
 	if err != nil {
-		return Properties{}, fmt.Errorf("read document properties: %w", translate(err))
+		return object.Info{}, fmt.Errorf("read document properties: %w", translate(err))
 	}
-	return Properties{ETag: strings.Trim(string(deref(res.ETag)), `"`), Size: deref(res.ContentLength), ContentType: deref(res.ContentType), Metadata: derefMap(res.Metadata)}, nil
+	return info(res.ETag, res.ContentLength, res.ContentType, res.Metadata), nil
 }
 
 // Redrop writes the document name of the incoming container again, at
@@ -101,12 +99,12 @@ func (s *Documents) Stat(ctx context.Context, name string) (Properties, error) {
 // uploader would: a new version (a new ETag) that the blob trigger sees as
 // any upload (Event Grid's BlobCreated fires for the commit; a container
 // scan sees the new ETag). It streams the blob through, staging blocks,
-// and commits only if the blob is still at etag: ErrChanged if it is not,
-// ErrNotFound if it is gone. It returns the new version's properties.
-func (s *Documents) Redrop(ctx context.Context, name, etag string) (Properties, error) {
+// and commits only if the blob is still at etag: object.ErrChanged if it is not,
+// object.ErrNotFound if it is gone. It returns the new version's properties.
+func (s *Documents) Redrop(ctx context.Context, name, etag string) (object.Info, error) {
 	res, err := s.download(ctx, name, etag)
 	if err != nil {
-		return Properties{}, err
+		return object.Info{}, err
 	}
 	body := res.NewRetryReader(ctx, &blob.RetryReaderOptions{MaxRetries: 3})
 	defer body.Close()
@@ -117,15 +115,15 @@ func (s *Documents) Redrop(ctx context.Context, name, etag string) (Properties, 
 			BlobContentLanguage: res.ContentLanguage, BlobContentDisposition: res.ContentDisposition, BlobCacheControl: res.CacheControl},
 	})
 	if err != nil {
-		return Properties{}, fmt.Errorf("write document again: %w", translate(err))
+		return object.Info{}, fmt.Errorf("write document again: %w", translate(err))
 	}
-	return Properties{ETag: strings.Trim(string(deref(up.ETag)), `"`), Size: deref(res.ContentLength), ContentType: deref(res.ContentType), Metadata: derefMap(res.Metadata)}, nil
+	return info(up.ETag, res.ContentLength, res.ContentType, res.Metadata), nil
 }
 
-// Delete removes the result name, if there is one.
-func (s *Documents) Delete(ctx context.Context, name string) error {
+// DeleteResult removes the result name, if there is one.
+func (s *Documents) DeleteResult(ctx context.Context, name string) error {
 	_, err := s.client.DeleteBlob(ctx, s.results, name, nil)
-	if err != nil && !errors.Is(translate(err), ErrNotFound) {
+	if err != nil && !errors.Is(translate(err), object.ErrNotFound) {
 		return fmt.Errorf("delete result %s: %w", name, err)
 	}
 	return nil
@@ -133,21 +131,21 @@ func (s *Documents) Delete(ctx context.Context, name string) error {
 
 // Read returns the whole result name (for tests and the operator; results
 // can be large).
-func (s *Documents) Read(ctx context.Context, name string) ([]byte, Properties, error) {
+func (s *Documents) Read(ctx context.Context, name string) ([]byte, object.Info, error) {
 	res, err := s.client.DownloadStream(ctx, s.results, name, nil)
 	if err != nil {
-		return nil, Properties{}, fmt.Errorf("read result: %w", translate(err))
+		return nil, object.Info{}, fmt.Errorf("read result: %w", translate(err))
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	if err != nil {
-		return nil, Properties{}, fmt.Errorf("read result %s: %w", name, err)
+		return nil, object.Info{}, fmt.Errorf("read result %s: %w", name, err)
 	}
-	return b, Properties{ETag: strings.Trim(string(deref(res.ETag)), `"`), Size: deref(res.ContentLength), ContentType: deref(res.ContentType), Metadata: derefMap(res.Metadata)}, nil
+	return b, info(res.ETag, res.ContentLength, res.ContentType, res.Metadata), nil
 }
 
-// Create starts the result name. Nothing is visible until Commit.
-func (s *Documents) Create(name string) *ResultWriter {
+// NewResult starts the result name. Nothing is visible until Commit.
+func (s *Documents) NewResult(name string) ingest.ResultWriter {
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	return &ResultWriter{s: s, name: name, attempt: hex.EncodeToString(id[:]), buf: make([]byte, 0, min(s.blockSize, 64<<10))}

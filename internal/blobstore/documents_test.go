@@ -13,6 +13,7 @@ import (
 
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/local/azurite"
+	"github.com/offpath/offpath/internal/object"
 )
 
 func newStore(t *testing.T, blockSize int) (*blobstore.Documents, *azblob.Client) {
@@ -58,10 +59,10 @@ func TestStore_OpenPinsTheVersion(t *testing.T) {
 	if _, err := client.UploadBuffer(ctx, "incoming", "acme/a.txt", []byte("second"), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Open(ctx, "acme/a.txt", etag); !errors.Is(err, blobstore.ErrChanged) {
+	if _, _, err := s.Open(ctx, "acme/a.txt", etag); !errors.Is(err, object.ErrChanged) {
 		t.Errorf("Open(old ETag) = %v, want ErrChanged", err)
 	}
-	if _, _, err := s.Open(ctx, "acme/gone.txt", etag); !errors.Is(err, blobstore.ErrNotFound) {
+	if _, _, err := s.Open(ctx, "acme/gone.txt", etag); !errors.Is(err, object.ErrNotFound) {
 		t.Errorf("Open(missing) = %v, want ErrNotFound", err)
 	}
 }
@@ -74,7 +75,7 @@ func TestWriter_VisibleOnlyWhenCommitted(t *testing.T) {
 		name  string
 		lines int
 	}{{"small.jsonl", 3}, {"large.jsonl", 200}} {
-		w := s.Create("acme/" + tc.name)
+		w := s.NewResult("acme/" + tc.name)
 		var want bytes.Buffer
 		want.WriteString("HEAD\n")
 		for i := range tc.lines {
@@ -84,7 +85,7 @@ func TestWriter_VisibleOnlyWhenCommitted(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, _, err := s.Read(ctx, "acme/"+tc.name); !errors.Is(err, blobstore.ErrNotFound) {
+		if _, _, err := s.Read(ctx, "acme/"+tc.name); !errors.Is(err, object.ErrNotFound) {
 			t.Errorf("%s before Commit: %v, want ErrNotFound (nothing visible)", tc.name, err)
 		}
 		if err := w.Commit(ctx, []byte("HEAD\n"), "application/x-ndjson", map[string]string{"offpath_etag": "0x1"}); err != nil {
@@ -96,7 +97,7 @@ func TestWriter_VisibleOnlyWhenCommitted(t *testing.T) {
 		}
 	}
 	// A second result of the same name replaces the first whole.
-	w := s.Create("acme/large.jsonl")
+	w := s.NewResult("acme/large.jsonl")
 	if err := w.Write(ctx, []byte("only\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -106,10 +107,10 @@ func TestWriter_VisibleOnlyWhenCommitted(t *testing.T) {
 	if got, _, err := s.Read(ctx, "acme/large.jsonl"); err != nil || string(got) != "only\n" {
 		t.Errorf("replaced result = %q, %v", got, err)
 	}
-	if err := s.Delete(ctx, "acme/large.jsonl"); err != nil {
+	if err := s.DeleteResult(ctx, "acme/large.jsonl"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Delete(ctx, "acme/large.jsonl"); err != nil {
+	if err := s.DeleteResult(ctx, "acme/large.jsonl"); err != nil {
 		t.Errorf("Delete(missing) = %v, want nil", err)
 	}
 }
@@ -143,10 +144,10 @@ func TestStore_Redrop(t *testing.T) {
 	if !bytes.Equal(b, data) || got.ContentType != ct || got.Metadata["correlation_id"] != corr {
 		t.Errorf("after Redrop: %d bytes (want %d), %+v", len(b), len(data), got)
 	}
-	if _, err := s.Redrop(ctx, "acme/kb/a.md", old); !errors.Is(err, blobstore.ErrChanged) {
+	if _, err := s.Redrop(ctx, "acme/kb/a.md", old); !errors.Is(err, object.ErrChanged) {
 		t.Errorf("Redrop(old version) = %v, want ErrChanged", err)
 	}
-	if _, err := s.Redrop(ctx, "acme/kb/gone.md", old); !errors.Is(err, blobstore.ErrNotFound) {
+	if _, err := s.Redrop(ctx, "acme/kb/gone.md", old); !errors.Is(err, object.ErrNotFound) {
 		t.Errorf("Redrop(missing) = %v, want ErrNotFound", err)
 	}
 }

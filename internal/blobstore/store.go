@@ -15,17 +15,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
-)
 
-// Errors callers test with errors.Is.
-var (
-	// ErrNotFound: no such blob (or container).
-	ErrNotFound = errors.New("blob not found")
-	// ErrChanged: the blob is no longer the version asked for (a condition
-	// on its ETag did not hold).
-	ErrChanged = errors.New("blob changed")
-	// ErrConflict: the blob is in a state that refuses the operation.
-	ErrConflict = errors.New("blob conflict")
+	"github.com/offpath/offpath/internal/object"
 )
 
 // Defaults of Options (DefaultBlockSize is also Documents' default).
@@ -87,39 +78,19 @@ func (s *Store) ensure(ctx context.Context, containerName string) error {
 	return nil
 }
 
-// Info describes a stored blob. Metadata keys are lower case (the
-// service returns them as HTTP headers, in any case).
-type Info struct {
-	Size     int64
-	ETag     string
-	Metadata map[string]string
-}
-
 // Stat returns a blob's size, ETag and metadata.
-func (s *Store) Stat(ctx context.Context, containerName, name string) (Info, error) {
+func (s *Store) Stat(ctx context.Context, containerName, name string) (object.Info, error) {
 	p, err := s.blob(containerName, name).GetProperties(ctx, nil)
 	if err != nil {
-		return Info{}, fmt.Errorf("stat blob %s/%s: %w", containerName, name, translate(err))
+		return object.Info{}, fmt.Errorf("stat blob %s/%s: %w", containerName, name, translate(err))
 	}
-	info := Info{Metadata: map[string]string{}}
-	if p.ContentLength != nil {
-		info.Size = *p.ContentLength
-	}
-	if p.ETag != nil {
-		info.ETag = string(*p.ETag)
-	}
-	for k, v := range p.Metadata {
-		if v != nil {
-			info.Metadata[strings.ToLower(k)] = *v
-		}
-	}
-	return info, nil
+	return info(p.ETag, p.ContentLength, p.ContentType, p.Metadata), nil
 }
 
 // Open streams a blob. The caller reads it and closes it. Transient
 // failures mid-stream are retried from where they stopped by the SDK's
 // retry reader.
-func (s *Store) Open(ctx context.Context, containerName, name string) (io.ReadCloser, Info, error) {
+func (s *Store) Open(ctx context.Context, containerName, name string) (io.ReadCloser, object.Info, error) {
 	return s.open(ctx, containerName, name, nil)
 }
 
@@ -129,31 +100,19 @@ func (s *Store) OpenAt(ctx context.Context, containerName, name string, offset i
 	return body, err
 }
 
-func (s *Store) open(ctx context.Context, containerName, name string, o *blob.DownloadStreamOptions) (io.ReadCloser, Info, error) {
+func (s *Store) open(ctx context.Context, containerName, name string, o *blob.DownloadStreamOptions) (io.ReadCloser, object.Info, error) {
 	res, err := s.blob(containerName, name).DownloadStream(ctx, o)
 	if err != nil {
-		return nil, Info{}, fmt.Errorf("open blob %s/%s: %w", containerName, name, translate(err))
-	}
-	info := Info{Metadata: map[string]string{}}
-	if res.ContentLength != nil {
-		info.Size = *res.ContentLength
-	}
-	if res.ETag != nil {
-		info.ETag = string(*res.ETag)
-	}
-	for k, v := range res.Metadata {
-		if v != nil {
-			info.Metadata[strings.ToLower(k)] = *v
-		}
+		return nil, object.Info{}, fmt.Errorf("open blob %s/%s: %w", containerName, name, translate(err))
 	}
 	body := res.NewRetryReader(ctx, &blob.RetryReaderOptions{MaxRetries: 3})
-	return body, info, nil
+	return body, info(res.ETag, res.ContentLength, res.ContentType, res.Metadata), nil
 }
 
 // Delete removes a blob; a blob that is already gone is not an error.
 func (s *Store) Delete(ctx context.Context, containerName, name string) error {
 	_, err := s.blob(containerName, name).Delete(ctx, nil)
-	if err != nil && !errors.Is(translate(err), ErrNotFound) {
+	if err != nil && !errors.Is(translate(err), object.ErrNotFound) {
 		return fmt.Errorf("delete blob %s/%s: %w", containerName, name, err)
 	}
 	return nil
@@ -166,7 +125,7 @@ func (s *Store) List(ctx context.Context, containerName, prefix string) ([]strin
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
-			if errors.Is(translate(err), ErrNotFound) {
+			if errors.Is(translate(err), object.ErrNotFound) {
 				return out, nil
 			}
 			return nil, fmt.Errorf("list blobs %s/%s: %w", containerName, prefix, err)
@@ -219,20 +178,25 @@ func (s *Store) SetContentType(ctx context.Context, containerName, name, content
 	return nil
 }
 
-// translate maps SDK errors to this package's sentinels, once for every
-// call: a missing blob or container is ErrNotFound, a failed condition
-// (412, ConditionNotMet) ErrChanged, a 409 ErrConflict. Anything else is
+// translate maps SDK errors to package object's sentinels, once for every
+// call: a missing blob or container is object.ErrNotFound, a failed condition
+// (412, ConditionNotMet) object.ErrChanged, a 409 object.ErrConflict. Anything else is
 // returned as it is.
 func translate(err error) error {
 	var re *azcore.ResponseError
 	isStatus := func(code int) bool { return errors.As(err, &re) && re.StatusCode == code }
 	switch {
 	case bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound), isStatus(http.StatusNotFound):
-		return fmt.Errorf("%w: %w", ErrNotFound, err)
+		return fmt.Errorf("%w: %w", object.ErrNotFound, err)
 	case bloberror.HasCode(err, bloberror.ConditionNotMet), isStatus(http.StatusPreconditionFailed):
-		return fmt.Errorf("%w: %w", ErrChanged, err)
+		return fmt.Errorf("%w: %w", object.ErrChanged, err)
 	case isStatus(http.StatusConflict):
-		return fmt.Errorf("%w: %w", ErrConflict, err)
+		return fmt.Errorf("%w: %w", object.ErrConflict, err)
 	}
 	return err
+}
+
+// info describes a blob from a response's headers.
+func info(etag *azcore.ETag, size *int64, contentType *string, metadata map[string]*string) object.Info {
+	return object.Info{ETag: strings.Trim(string(deref(etag)), `"`), Size: deref(size), ContentType: deref(contentType), Metadata: derefMap(metadata)}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/local/azurite"
+	"github.com/offpath/offpath/internal/object"
 )
 
 var shared azurite.Shared
@@ -73,7 +74,7 @@ func TestStore_WriteWholeOrNothing(t *testing.T) {
 			}
 			body, info, err := s.Open(ctx, c, name)
 			if !tt.stored {
-				if !errors.Is(err, blobstore.ErrNotFound) {
+				if !errors.Is(err, object.ErrNotFound) {
 					t.Errorf("Open after Abort = %v, want ErrNotFound", err)
 				}
 				return
@@ -116,7 +117,7 @@ func TestStore_ListDeleteStat(t *testing.T) {
 	if err := s.Delete(ctx, c, "a/1"); err != nil {
 		t.Errorf("Delete of a missing blob = %v, want nil", err)
 	}
-	if _, err := s.Stat(ctx, c, "a/1"); !errors.Is(err, blobstore.ErrNotFound) {
+	if _, err := s.Stat(ctx, c, "a/1"); !errors.Is(err, object.ErrNotFound) {
 		t.Errorf("Stat of a missing blob = %v, want ErrNotFound", err)
 	}
 	if info, err := s.Stat(ctx, c, "b/1"); err != nil || info.Size != 3 {
@@ -127,7 +128,7 @@ func TestStore_ListDeleteStat(t *testing.T) {
 	} else if rest, err := io.ReadAll(body); err != nil || string(rest) != "/1" {
 		t.Errorf("OpenAt(1) read %q, %v; want the bytes from offset 1", rest, err)
 	}
-	if _, err := s.OpenAt(ctx, c, "a/1", 1); !errors.Is(err, blobstore.ErrNotFound) {
+	if _, err := s.OpenAt(ctx, c, "a/1", 1); !errors.Is(err, object.ErrNotFound) {
 		t.Errorf("OpenAt of a missing blob = %v, want ErrNotFound", err)
 	}
 	if names, err := s.List(ctx, "nosuchcontainer", ""); err != nil || len(names) != 0 {

@@ -11,12 +11,14 @@ import (
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+
+	"github.com/offpath/offpath/internal/object"
 )
 
-// Writer streams one blob: bytes written are uploaded as blocks, and Close
-// commits them, so the blob appears whole or not at all. It also counts the
-// bytes and computes their SHA-256, the checksum offpath keeps with every
-// copied file. A Writer is not safe for concurrent use.
+// Writer streams one blob, an object.Writer: bytes written are uploaded as
+// blocks, and Close commits them, so the blob appears whole or not at all.
+// It also counts the bytes and computes their SHA-256, the checksum offpath
+// keeps with every copied file. A Writer is not safe for concurrent use.
 type Writer struct {
 	pw     *io.PipeWriter
 	done   chan struct{}
@@ -31,7 +33,7 @@ type Writer struct {
 // Create starts writing the blob name in containerName (created if need
 // be), replacing any blob of that name when Close commits. metadata, which
 // may be nil, is stored with it.
-func (s *Store) Create(ctx context.Context, containerName, name string, metadata map[string]string) (*Writer, error) {
+func (s *Store) Create(ctx context.Context, containerName, name string, metadata map[string]string) (object.Writer, error) {
 	if err := s.ensure(ctx, containerName); err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/offpath/offpath/internal/ingest"
 	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/local/azurite"
+	"github.com/offpath/offpath/internal/object"
 	"github.com/offpath/offpath/internal/tablestore"
 	"github.com/offpath/offpath/internal/tenant"
 	"github.com/offpath/offpath/internal/testing/rss"
@@ -90,7 +91,7 @@ func BenchmarkProcess(b *testing.B) {
 		f := newFixture(b, fixtureOptions{
 			sim: func(c *aoaisim.Config) { c.Deployments = testDeployments(1536) },
 			ingest: func(o *ingest.Options) {
-				o.Rules, o.Tenants, o.Statuses, o.Blobs = rules, tenants, docs, ingest.BlobStore(store)
+				o.Rules, o.Tenants, o.Statuses, o.Blobs = rules, tenants, docs, store
 				o.Ledger = tablestore.NewLedger(svc, tablestore.LedgerOptions{Table: "bled" + suffix})
 			},
 		})
@@ -147,8 +148,8 @@ type streamBlobs struct {
 	result atomic.Int64
 }
 
-func (s *streamBlobs) Open(_ context.Context, name, etag string) (io.ReadCloser, blobstore.Properties, error) {
-	return io.NopCloser(&bigDoc{block: prose(1 << 20), n: s.size}), blobstore.Properties{ETag: etag, Size: s.size}, nil
+func (s *streamBlobs) Open(_ context.Context, name, etag string) (io.ReadCloser, object.Info, error) {
+	return io.NopCloser(&bigDoc{block: prose(1 << 20), n: s.size}), object.Info{ETag: etag, Size: s.size}, nil
 }
 
 func (s *streamBlobs) NewResult(string) ingest.ResultWriter { return &blockDiscard{s: s} }

@@ -40,7 +40,7 @@
 // (an abandoned attempt), and the ledger holds what Azure billed; the
 // delivery that ends the document marks its rows finished and those of
 // earlier deliveries abandoned. The result is staged and committed in one
-// step (blobstore.Documents), so no partial result is ever visible, and it is
+// step (ResultWriter), so no partial result is ever visible, and it is
 // committed after the usage is recorded and before the status says done.
 //
 // Neither document text nor prompts are logged: log lines carry the

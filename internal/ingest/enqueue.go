@@ -10,10 +10,10 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/claimcheck"
 	"github.com/offpath/offpath/internal/document"
 	"github.com/offpath/offpath/internal/extract"
+	"github.com/offpath/offpath/internal/object"
 	"github.com/offpath/offpath/internal/outcome"
 )
 
@@ -85,7 +85,7 @@ func (e *Enqueuer) Enqueue(ctx context.Context, blobName string, force bool) (Cl
 		return Claim{}, err
 	}
 	switch {
-	case errors.Is(statErr, blobstore.ErrNotFound):
+	case errors.Is(statErr, object.ErrNotFound):
 		return Claim{}, e.reject(ctx, blobName, props, outcome.Reject("blob is gone", statErr))
 	case statErr != nil:
 		return Claim{}, statErr
@@ -143,7 +143,7 @@ func (e *Enqueuer) Enqueue(ctx context.Context, blobName string, force bool) (Cl
 
 // reject records why the blob name is rejected (with what is known of the
 // blob) and returns cause, or the recording's failure.
-func (e *Enqueuer) reject(ctx context.Context, blobName string, props blobstore.Properties, cause error) error {
+func (e *Enqueuer) reject(ctx context.Context, blobName string, props object.Info, cause error) error {
 	corr := correlationOf(props.Metadata)
 	st := document.Status{ETag: strings.Trim(props.ETag, `"`), Size: props.Size, ContentType: clip(props.ContentType, 128),
 		CorrelationID: corr.id, CorrelationNote: corr.note}

@@ -18,13 +18,13 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/azopenai"
-	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/claimcheck"
 	"github.com/offpath/offpath/internal/document"
 	"github.com/offpath/offpath/internal/ingest"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/object"
 	"github.com/offpath/offpath/internal/tenant"
 	"github.com/offpath/offpath/internal/testing/memstore"
 )
@@ -174,41 +174,41 @@ func (b *memBlobs) store(name string, blob memBlob) string {
 	return blob.etag
 }
 
-func (b *memBlobs) Stat(_ context.Context, name string) (blobstore.Properties, error) {
+func (b *memBlobs) Stat(_ context.Context, name string) (object.Info, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	blob, ok := b.incoming[name]
 	if !ok {
-		return blobstore.Properties{}, fmt.Errorf("read %s: %w", name, blobstore.ErrNotFound)
+		return object.Info{}, fmt.Errorf("read %s: %w", name, object.ErrNotFound)
 	}
-	return blobstore.Properties{ETag: blob.etag, Size: blob.size, ContentType: blob.contentType, Metadata: blob.meta}, nil
+	return object.Info{ETag: blob.etag, Size: blob.size, ContentType: blob.contentType, Metadata: blob.meta}, nil
 }
 
-func (b *memBlobs) Open(_ context.Context, name, etag string) (io.ReadCloser, blobstore.Properties, error) {
+func (b *memBlobs) Open(_ context.Context, name, etag string) (io.ReadCloser, object.Info, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	blob, ok := b.incoming[name]
 	switch {
 	case !ok:
-		return nil, blobstore.Properties{}, fmt.Errorf("read %s: %w", name, blobstore.ErrNotFound)
+		return nil, object.Info{}, fmt.Errorf("read %s: %w", name, object.ErrNotFound)
 	case blob.etag != strings.Trim(etag, `"`):
-		return nil, blobstore.Properties{}, fmt.Errorf("read %s: %w", name, blobstore.ErrChanged)
+		return nil, object.Info{}, fmt.Errorf("read %s: %w", name, object.ErrChanged)
 	}
-	return io.NopCloser(bytes.NewReader(blob.data)), blobstore.Properties{ETag: blob.etag, Size: int64(len(blob.data))}, nil
+	return io.NopCloser(bytes.NewReader(blob.data)), object.Info{ETag: blob.etag, Size: int64(len(blob.data))}, nil
 }
 
-func (b *memBlobs) Redrop(_ context.Context, name, etag string) (blobstore.Properties, error) {
+func (b *memBlobs) Redrop(_ context.Context, name, etag string) (object.Info, error) {
 	b.mu.Lock()
 	blob, ok := b.incoming[name]
 	b.mu.Unlock()
 	switch {
 	case !ok:
-		return blobstore.Properties{}, fmt.Errorf("read %s: %w", name, blobstore.ErrNotFound)
+		return object.Info{}, fmt.Errorf("read %s: %w", name, object.ErrNotFound)
 	case blob.etag != strings.Trim(etag, `"`):
-		return blobstore.Properties{}, fmt.Errorf("read %s: %w", name, blobstore.ErrChanged)
+		return object.Info{}, fmt.Errorf("read %s: %w", name, object.ErrChanged)
 	}
 	tag := b.store(name, blob)
-	return blobstore.Properties{ETag: tag, Size: blob.size, ContentType: blob.contentType, Metadata: blob.meta}, nil
+	return object.Info{ETag: tag, Size: blob.size, ContentType: blob.contentType, Metadata: blob.meta}, nil
 }
 
 func (b *memBlobs) NewResult(name string) ingest.ResultWriter { return &memWriter{b: b, name: name} }

@@ -14,12 +14,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/offpath/offpath/internal/azopenai"
-	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/chunk"
 	"github.com/offpath/offpath/internal/claimcheck"
 	"github.com/offpath/offpath/internal/document"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/object"
 	"github.com/offpath/offpath/internal/outcome"
 	"github.com/offpath/offpath/internal/tenant"
 )
@@ -68,41 +68,31 @@ type Models interface {
 	Summarize(ctx context.Context, deployment, text string, maxTokens int) (azopenai.Summary, error)
 }
 
-// Blobs reads documents and writes results; BlobStore adapts a
-// *blobstore.Documents. Errors are blobstore's (ErrNotFound, ErrChanged).
+// Blobs reads documents and writes results; package blobstore's Documents
+// is one. A missing document is object.ErrNotFound, one no longer at the
+// version asked for object.ErrChanged.
 type Blobs interface {
 	// Stat reads a document's properties (one Get Properties call).
-	Stat(ctx context.Context, name string) (blobstore.Properties, error)
-	Open(ctx context.Context, name, etag string) (io.ReadCloser, blobstore.Properties, error)
+	Stat(ctx context.Context, name string) (object.Info, error)
+	// Open streams the document at version etag.
+	Open(ctx context.Context, name, etag string) (io.ReadCloser, object.Info, error)
 	NewResult(name string) ResultWriter
 	DeleteResult(ctx context.Context, name string) error
 	// Redrop writes the document again from version etag, as a new
-	// version (see blobstore.Documents.Redrop).
-	Redrop(ctx context.Context, name, etag string) (blobstore.Properties, error)
+	// version its uploader could have written (same bytes, headers and
+	// metadata), committed only if the document is still at etag.
+	Redrop(ctx context.Context, name, etag string) (object.Info, error)
 }
 
-// ResultWriter builds one result; see blobstore.ResultWriter.
+// ResultWriter builds one result: it is staged while it is written and
+// appears whole, or not at all, when Commit makes it visible.
 type ResultWriter interface {
+	// Write appends p to the result.
 	Write(ctx context.Context, p []byte) error
+	// Commit makes the result visible, head first, then everything
+	// written, replacing an earlier result of the same name at once.
 	Commit(ctx context.Context, head []byte, contentType string, metadata map[string]string) error
 }
-
-// BlobStore adapts s to Blobs.
-func BlobStore(s *blobstore.Documents) Blobs { return blobStore{s} }
-
-type blobStore struct{ s *blobstore.Documents }
-
-func (b blobStore) Stat(ctx context.Context, name string) (blobstore.Properties, error) {
-	return b.s.Stat(ctx, name)
-}
-func (b blobStore) Open(ctx context.Context, name, etag string) (io.ReadCloser, blobstore.Properties, error) {
-	return b.s.Open(ctx, name, etag)
-}
-func (b blobStore) Redrop(ctx context.Context, name, etag string) (blobstore.Properties, error) {
-	return b.s.Redrop(ctx, name, etag)
-}
-func (b blobStore) NewResult(name string) ResultWriter                  { return b.s.Create(name) }
-func (b blobStore) DeleteResult(ctx context.Context, name string) error { return b.s.Delete(ctx, name) }
 
 // Options are what both halves need. Zero fields take the defaults.
 type Options struct {

@@ -13,13 +13,13 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/azopenai"
-	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/chunk"
 	"github.com/offpath/offpath/internal/claimcheck"
 	"github.com/offpath/offpath/internal/document"
 	"github.com/offpath/offpath/internal/extract"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/object"
 	"github.com/offpath/offpath/internal/outcome"
 	"github.com/offpath/offpath/internal/tenant"
 	"github.com/offpath/offpath/internal/tokens"
@@ -173,9 +173,9 @@ func (j *job) process(ctx context.Context) (document.Status, error) {
 
 	body, _, err := p.o.Blobs.Open(ctx, j.name.Name, j.msg.ETag)
 	switch {
-	case errors.Is(err, blobstore.ErrNotFound):
+	case errors.Is(err, object.ErrNotFound):
 		return document.Status{}, outcome.Reject("blob is gone", err)
-	case errors.Is(err, blobstore.ErrChanged):
+	case errors.Is(err, object.ErrChanged):
 		return document.Status{}, outcome.Reject("blob changed since it was enqueued", err)
 	case err != nil:
 		return document.Status{}, err
@@ -336,7 +336,7 @@ func (j *job) finishEarly(ctx context.Context, cause error) (document.Status, er
 	if !j.opened {
 		// The claim check is stale or the document is gone: the status, if
 		// any, belongs to the document's newer version (or says it is gone).
-		if errors.Is(cause, blobstore.ErrChanged) {
+		if errors.Is(cause, object.ErrChanged) {
 			j.log.Info().Str("reason", reason(cause)).Msg("stale claim check; a newer version has its own")
 			return document.Status{State: state, Reason: reason(cause)}, cause
 		}

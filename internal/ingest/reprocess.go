@@ -8,13 +8,13 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/document"
+	"github.com/offpath/offpath/internal/object"
 )
 
 // Reprocess puts a dead-lettered document back on the queue path through
 // the door every document takes: its blob is written again, unchanged
-// (blobstore.Documents.Redrop), so the blob trigger fires for the new version and
+// (Blobs.Redrop), so the blob trigger fires for the new version and
 // the enqueue function checks it and sends a new claim check, as for any
 // upload, in Azure (Event Grid) as locally (the container scan). The status
 // says queued for the new version at once; the ledger keeps the failed
@@ -30,7 +30,7 @@ func (e *Enqueuer) Reprocess(ctx context.Context, partition, name string) (docum
 	}
 	props, err := e.o.Blobs.Redrop(ctx, name, st.ETag)
 	switch {
-	case errors.Is(err, blobstore.ErrNotFound), errors.Is(err, blobstore.ErrChanged):
+	case errors.Is(err, object.ErrNotFound), errors.Is(err, object.ErrChanged):
 		return st, fmt.Errorf("%s: %w", document.Printable(name), document.ErrChanged)
 	case err != nil:
 		return document.Status{}, fmt.Errorf("reprocess %s: %w", document.Printable(name), err)

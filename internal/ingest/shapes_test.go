@@ -52,7 +52,7 @@ func TestEnqueueFunc_EveryHostShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	statuses := &memStatuses{}
-	enq, err := ingest.NewEnqueuer(ingest.Options{Rules: rules, Catalog: testCatalog(t), Statuses: statuses, Blobs: ingest.BlobStore(store),
+	enq, err := ingest.NewEnqueuer(ingest.Options{Rules: rules, Catalog: testCatalog(t), Statuses: statuses, Blobs: store,
 		Tenants: &memTenants{m: map[string]tenant.Tenant{"contoso": {ID: "contoso", State: tenant.Active, Aliases: []string{"ingest"}}}}})
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/batch"
+	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/tenant"
 	"github.com/offpath/offpath/internal/testing/rss"
 	"github.com/offpath/offpath/internal/testing/ticketstest"
@@ -173,7 +174,7 @@ func TestBenchNightChild(t *testing.T) {
 	}
 	e := newEnvOn(t, os.Getenv(childAzuriteEnv), 6000)
 	timed := &timedBatches{Service: e.batch}
-	e.opts.Tickets = e.blobs.ServiceClient().NewContainerClient(benchContainer)
+	e.opts.Tickets = blobstore.NewContainer(e.blobs.ServiceClient().NewContainerClient(benchContainer))
 	e.opts.Batches = timed
 	svc := e.service()
 	logger := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)

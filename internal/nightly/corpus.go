@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/batch"
-	"github.com/offpath/offpath/internal/blobstore"
+	"github.com/offpath/offpath/internal/object"
 	"github.com/offpath/offpath/internal/tickets"
 )
 
@@ -36,7 +36,7 @@ type manifest struct {
 
 // jsonlWriter is a buffered JSONL blob being written.
 type jsonlWriter struct {
-	w   *blobstore.Writer
+	w   object.Writer
 	bw  *bufio.Writer
 	enc *json.Encoder
 }

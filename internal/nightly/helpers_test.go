@@ -136,7 +136,7 @@ func newEnvOn(t testing.TB, conn string, linesPerMinute float64) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.opts = nightly.Options{Tickets: e.tickets, Batches: e.batch, Tenants: tenants, Nights: e.nights,
+	e.opts = nightly.Options{Tickets: blobstore.NewContainer(e.tickets), Batches: e.batch, Tenants: tenants, Nights: e.nights,
 		Summaries: tablestore.NewSummaries(tables, "nsum"+n), Blobs: blobstore.New(bc, blobstore.Options{BlockSize: nightly.BlockSize}), Ledger: e.ledger, Alerts: e.alerts,
 		Renderer: renderer, Uploads: e.cont.Uploads, Reports: e.reports}
 	e.svc = e.service()

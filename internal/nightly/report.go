@@ -15,9 +15,9 @@ import (
 
 	"github.com/offpath/offpath/internal/alert"
 	"github.com/offpath/offpath/internal/batch"
-	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/object"
 	"github.com/offpath/offpath/internal/report"
 )
 
@@ -269,10 +269,10 @@ func (s *Service) ReportDays(ctx context.Context) ([]string, error) {
 }
 
 // OpenReport streams a day's morning report, HTML or Markdown; a day
-// without one is blobstore.ErrNotFound.
+// without one is object.ErrNotFound.
 func (s *Service) OpenReport(ctx context.Context, day string, markdown bool) (io.ReadCloser, error) {
 	if _, err := time.Parse(time.DateOnly, day); err != nil {
-		return nil, fmt.Errorf("report of %q: %w", day, blobstore.ErrNotFound)
+		return nil, fmt.Errorf("report of %q: %w", day, object.ErrNotFound)
 	}
 	html, md := ReportBlobs(day)
 	name := html

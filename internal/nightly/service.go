@@ -9,13 +9,11 @@ import (
 	"io"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
-
 	"github.com/offpath/offpath/internal/alert"
 	"github.com/offpath/offpath/internal/batch"
-	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/object"
 	"github.com/offpath/offpath/internal/report"
 	"github.com/offpath/offpath/internal/tenant"
 	"github.com/offpath/offpath/internal/tickets"
@@ -65,8 +63,8 @@ type Tenants interface {
 
 // Blobs is platform storage (package blobstore's Store).
 type Blobs interface {
-	Create(ctx context.Context, container, name string, metadata map[string]string) (*blobstore.Writer, error)
-	Open(ctx context.Context, container, name string) (io.ReadCloser, blobstore.Info, error)
+	Create(ctx context.Context, container, name string, metadata map[string]string) (object.Writer, error)
+	Open(ctx context.Context, container, name string) (io.ReadCloser, object.Info, error)
 	Delete(ctx context.Context, container, name string) error
 	List(ctx context.Context, container, prefix string) ([]string, error)
 	DeletePrefix(ctx context.Context, container, prefix string) error
@@ -86,8 +84,9 @@ type Alerter interface {
 // Options are the Service's dependencies and settings; zero settings take
 // the defaults above.
 type Options struct {
-	// Tickets is the container the support system drops tickets into.
-	Tickets   *container.Client
+	// Tickets is the container the support system drops tickets into
+	// (package blobstore's Container).
+	Tickets   tickets.Blobs
 	Collector tickets.Options
 
 	Batches   Batches

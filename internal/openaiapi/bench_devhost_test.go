@@ -11,6 +11,7 @@ import (
 
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/local/devhost"
+	"github.com/offpath/offpath/internal/object"
 	"github.com/offpath/offpath/internal/testing/apptest"
 	"github.com/offpath/offpath/internal/testing/rss"
 )
@@ -79,7 +80,7 @@ func BenchmarkUpload150MBHandler(b *testing.B) {
 		var peak int64
 		for i := range b.N {
 			rss.Reset(b, rss.Self)
-			var ws [2]*blobstore.Writer
+			var ws [2]object.Writer
 			for k := range ws {
 				var err error
 				if ws[k], err = store.Create(context.Background(), "baseline", fmt.Sprintf("plain-%d-%d.jsonl", i, k), nil); err != nil {

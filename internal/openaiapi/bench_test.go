@@ -21,6 +21,7 @@ import (
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/local/azurite"
+	"github.com/offpath/offpath/internal/object"
 	"github.com/offpath/offpath/internal/tenant"
 	"github.com/offpath/offpath/internal/testing/rss"
 )
@@ -123,7 +124,7 @@ func BenchmarkUpload150MB(b *testing.B) {
 		var peak int64
 		for i := range b.N {
 			rss.Reset(b, rss.Self)
-			var ws [2]*blobstore.Writer
+			var ws [2]object.Writer
 			for k := range ws {
 				if ws[k], err = store.Create(context.Background(), "baseline", fmt.Sprintf("plain-%d-%d.jsonl", i, k), nil); err != nil {
 					b.Fatal(err)

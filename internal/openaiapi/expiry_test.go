@@ -22,6 +22,7 @@ import (
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/local/azurite"
+	"github.com/offpath/offpath/internal/object"
 )
 
 // harvestedBatches holds harvested jobs; nothing may be submitted.
@@ -167,7 +168,7 @@ func TestExpiredFilesAreGoneAndSwept(t *testing.T) {
 	exists := func(container, name string) bool {
 		t.Helper()
 		_, err := store.Stat(ctx, container, name)
-		if err != nil && !errors.Is(err, blobstore.ErrNotFound) {
+		if err != nil && !errors.Is(err, object.ErrNotFound) {
 			t.Fatal(err)
 		}
 		return err == nil

@@ -17,7 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/batch"
-	"github.com/offpath/offpath/internal/blobstore"
+	"github.com/offpath/offpath/internal/object"
 	"github.com/offpath/offpath/internal/tenant"
 )
 
@@ -194,8 +194,8 @@ type storedFile struct {
 	s        *Server
 	tenantID string
 	id       string
-	input    *blobstore.Writer
-	items    *blobstore.Writer
+	input    object.Writer
+	items    object.Writer
 	closed   bool
 }
 
@@ -310,7 +310,7 @@ func (s *Server) record(ctx context.Context, tenantID, id string) (fileRecord, e
 		return rec, notFound("file")
 	}
 	body, _, err := s.o.Blobs.Open(ctx, s.o.Containers.Uploads, fileBlob(tenantID, id, "file.json"))
-	if errors.Is(err, blobstore.ErrNotFound) {
+	if errors.Is(err, object.ErrNotFound) {
 		return rec, notFound("file")
 	}
 	if err != nil {
@@ -484,7 +484,7 @@ func (p *listPage[T]) setEnds(id func(T) string) {
 
 // fileFail answers a file that is not there as OpenAI does.
 func fileFail(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, blobstore.ErrNotFound) || errors.Is(err, batch.ErrNotFound) {
+	if errors.Is(err, object.ErrNotFound) || errors.Is(err, batch.ErrNotFound) {
 		err = notFound("file")
 	}
 	fail(w, r, err)

@@ -14,8 +14,8 @@ import (
 
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/batchfile"
-	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/lines"
+	"github.com/offpath/offpath/internal/object"
 )
 
 // The two files of a harvested job.
@@ -80,7 +80,7 @@ func (s *Server) outputFile(ctx context.Context, tenantID, jobID string, kind fi
 	}
 	name := outputBlob(tenantID, jobID, kind)
 	info, err := s.o.Blobs.Stat(ctx, s.o.Containers.Results, name)
-	if errors.Is(err, blobstore.ErrNotFound) {
+	if errors.Is(err, object.ErrNotFound) {
 		if err = s.markExpiry(ctx, expiresAt, tenantID, outputFileIDOf(jobID, kind)); err == nil {
 			info, err = s.writeOutput(ctx, &j, kind, name)
 		}
@@ -100,26 +100,26 @@ func (s *Server) outputFile(ctx context.Context, tenantID, jobID string, kind fi
 // Azure's output files; for the errors, every line of its error files, then
 // a line for each request Azure never answered (cancelled, expired, lost),
 // with the code the harvest gave it.
-func (s *Server) writeOutput(ctx context.Context, j *batch.Job, kind fileKind, name string) (blobstore.Info, error) {
+func (s *Server) writeOutput(ctx context.Context, j *batch.Job, kind fileKind, name string) (object.Info, error) {
 	w, err := s.o.Blobs.Create(ctx, s.o.Containers.Results, name, nil)
 	if err != nil {
-		return blobstore.Info{}, err
+		return object.Info{}, err
 	}
 	bw := bufio.NewWriterSize(w, 256<<10)
 	for i := range j.Parts {
 		if err := s.writePart(ctx, j, &j.Parts[i], kind, bw); err != nil {
 			w.Abort(err)
-			return blobstore.Info{}, fmt.Errorf("%s file of job %s, part %d: %w", kind, j.ID, i, err)
+			return object.Info{}, fmt.Errorf("%s file of job %s, part %d: %w", kind, j.ID, i, err)
 		}
 	}
 	if err := bw.Flush(); err != nil {
 		w.Abort(err)
-		return blobstore.Info{}, err
+		return object.Info{}, err
 	}
 	if err := w.Close(); err != nil {
-		return blobstore.Info{}, err
+		return object.Info{}, err
 	}
-	return blobstore.Info{Size: w.Size()}, nil
+	return object.Info{Size: w.Size()}, nil
 }
 
 func (s *Server) writePart(ctx context.Context, j *batch.Job, p *batch.Part, kind fileKind, out *bufio.Writer) error {

@@ -14,8 +14,8 @@ import (
 
 	"github.com/offpath/offpath/internal/auth"
 	"github.com/offpath/offpath/internal/batch"
-	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/catalog"
+	"github.com/offpath/offpath/internal/object"
 	"github.com/offpath/offpath/internal/tenant"
 )
 
@@ -41,9 +41,9 @@ type Batches interface {
 
 // Blobs is platform storage (package blobstore's Store).
 type Blobs interface {
-	Create(ctx context.Context, container, name string, metadata map[string]string) (*blobstore.Writer, error)
-	Open(ctx context.Context, container, name string) (io.ReadCloser, blobstore.Info, error)
-	Stat(ctx context.Context, container, name string) (blobstore.Info, error)
+	Create(ctx context.Context, container, name string, metadata map[string]string) (object.Writer, error)
+	Open(ctx context.Context, container, name string) (io.ReadCloser, object.Info, error)
+	Stat(ctx context.Context, container, name string) (object.Info, error)
 	Delete(ctx context.Context, container, name string) error
 	List(ctx context.Context, container, prefix string) ([]string, error)
 }

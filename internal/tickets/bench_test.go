@@ -9,6 +9,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
+	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/testing/rss"
 	"github.com/offpath/offpath/internal/testing/ticketstest"
 	"github.com/offpath/offpath/internal/tickets"
@@ -59,7 +60,7 @@ func BenchmarkCollect(b *testing.B) {
 		rss.Reset(b, rss.Self)
 		for b.Loop() {
 			var bodies int64
-			res, err := tickets.NewCollector(c, tickets.NewMemory(), tickets.Options{}).Collect(b.Context(), day(), func(t tickets.Ticket) error {
+			res, err := tickets.NewCollector(blobstore.NewContainer(c), tickets.NewMemory(), tickets.Options{}).Collect(b.Context(), day(), func(t tickets.Ticket) error {
 				bodies += int64(len(t.Body))
 				return nil
 			})

@@ -5,11 +5,13 @@ import (
 	"cmp"
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
+	"iter"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/offpath/offpath/internal/object"
 )
 
 // MaxSkips is how many skipped entries a Result lists; the rest are counted.
@@ -26,20 +28,29 @@ type Options struct {
 	PrefetchBytes int64
 }
 
+// Blobs lists and reads the tickets container; package blobstore's
+// Container is one. A missing blob or container is object.ErrNotFound.
+type Blobs interface {
+	// List yields the blobs under prefix in name order.
+	List(ctx context.Context, prefix string) iter.Seq2[object.Entry, error]
+	// Open streams a blob, resuming after a broken connection.
+	Open(ctx context.Context, name string) (io.ReadCloser, error)
+}
+
 // Collector reads a day's tickets from a container.
 type Collector struct {
-	container *container.Client
-	seen      Summarised
-	opts      Options
+	blobs Blobs
+	seen  Summarised
+	opts  Options
 }
 
 // NewCollector returns a Collector over the tickets container that asks seen
 // what has been summarised already. With seen nil every valid ticket is
 // yielded as new, for a caller that sorts new from unchanged itself, in bulk.
-func NewCollector(tickets *container.Client, seen Summarised, opts Options) *Collector {
+func NewCollector(tickets Blobs, seen Summarised, opts Options) *Collector {
 	opts.Concurrency = cmp.Or(max(opts.Concurrency, 0), 8)
 	opts.PrefetchBytes = cmp.Or(max(opts.PrefetchBytes, 0), 1<<20)
-	return &Collector{container: tickets, seen: seen, opts: opts}
+	return &Collector{blobs: tickets, seen: seen, opts: opts}
 }
 
 // DayPrefix returns the blob name prefix of day's folder, "yyyy-mm-dd/", the
@@ -119,7 +130,7 @@ type run struct {
 
 func (r *run) file(ctx context.Context, f *file) error {
 	if f.name == "" { // a listing error
-		if bloberror.HasCode(f.err, bloberror.ContainerNotFound) {
+		if errors.Is(f.err, object.ErrNotFound) {
 			return nil // no tickets container: nothing was dropped, an empty day
 		}
 		return f.err
@@ -133,7 +144,7 @@ func (r *run) file(ctx context.Context, f *file) error {
 	case !f.fetch:
 		r.skip(0, "", fmt.Sprintf("file too large for one ticket (over %s)", size(MaxDocumentBytes)))
 		return nil
-	case bloberror.HasCode(f.err, bloberror.BlobNotFound, bloberror.ContainerNotFound):
+	case errors.Is(f.err, object.ErrNotFound):
 		r.skip(0, "", "deleted before it could be read")
 		return nil
 	case f.err != nil:
@@ -148,8 +159,8 @@ func (r *run) file(ctx context.Context, f *file) error {
 		return nil
 	}
 	// Prefetched, but it grew past PrefetchBytes since it was listed.
-	body, err := r.c.open(ctx, f.name)
-	if bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
+	body, err := r.c.blobs.Open(ctx, f.name)
+	if errors.Is(err, object.ErrNotFound) {
 		r.skip(0, "", "deleted before it could be read")
 		return nil
 	}

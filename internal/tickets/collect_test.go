@@ -10,6 +10,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
+	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/local/azurite"
 	"github.com/offpath/offpath/internal/tickets"
 )
@@ -196,7 +197,7 @@ func TestCollector_Errors(t *testing.T) {
 				cancel()
 			}
 			calls := 0
-			_, err := tickets.NewCollector(c, tt.seen, tickets.Options{}).Collect(ctx, day(), func(tickets.Ticket) error {
+			_, err := tickets.NewCollector(blobstore.NewContainer(c), tt.seen, tickets.Options{}).Collect(ctx, day(), func(tickets.Ticket) error {
 				calls++
 				return tt.yieldErr
 			})

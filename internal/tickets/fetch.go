@@ -8,8 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/offpath/offpath/internal/object"
 )
 
 // file is one listed blob on its way to the decoder. When ready is closed,
@@ -54,36 +53,32 @@ func (c *Collector) files(ctx context.Context, prefix string) (_ <-chan *file, s
 	}
 	wg.Go(func() {
 		defer close(out)
-		pager := c.container.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix})
-		for pager.More() {
-			page, err := pager.NextPage(ctx)
+		for item, err := range c.blobs.List(ctx, prefix) {
 			if err != nil {
-				f := &file{ready: make(chan struct{}), err: fmt.Errorf("list blobs: %w", err)}
+				f := &file{ready: make(chan struct{}), err: err}
 				close(f.ready)
 				send(f)
 				return
 			}
-			for _, item := range page.Segment.BlobItems {
-				f := c.listed(item)
-				if f == nil {
-					continue
-				}
-				if f.fetch {
-					select {
-					case sem <- struct{}{}:
-					case <-ctx.Done():
-						return
-					}
-					wg.Go(func() {
-						defer func() { <-sem }()
-						c.fetch(ctx, f)
-					})
-				} else {
-					close(f.ready)
-				}
-				if !send(f) {
+			f := c.listed(item)
+			if f == nil {
+				continue
+			}
+			if f.fetch {
+				select {
+				case sem <- struct{}{}:
+				case <-ctx.Done():
 					return
 				}
+				wg.Go(func() {
+					defer func() { <-sem }()
+					c.fetch(ctx, f)
+				})
+			} else {
+				close(f.ready)
+			}
+			if !send(f) {
+				return
 			}
 		}
 	})
@@ -96,14 +91,8 @@ func (c *Collector) files(ctx context.Context, prefix string) (_ <-chan *file, s
 }
 
 // listed turns a listing entry into a file, or nil for a folder marker.
-func (c *Collector) listed(item *container.BlobItem) *file {
-	if item == nil || item.Name == nil {
-		return nil
-	}
-	f := &file{name: *item.Name, ready: make(chan struct{})}
-	if item.Properties != nil && item.Properties.ContentLength != nil {
-		f.size = *item.Properties.ContentLength
-	}
+func (c *Collector) listed(item object.Entry) *file {
+	f := &file{name: item.Name, size: item.Size, ready: make(chan struct{})}
 	if f.size == 0 && strings.HasSuffix(f.name, "/") {
 		return nil
 	}
@@ -120,7 +109,7 @@ func (c *Collector) fetch(ctx context.Context, f *file) {
 		close(f.ready)
 		return
 	}
-	body, err := c.open(ctx, f.name)
+	body, err := c.blobs.Open(ctx, f.name)
 	if err != nil {
 		f.err = err
 		close(f.ready)
@@ -135,7 +124,7 @@ func (c *Collector) fetch(ctx context.Context, f *file) {
 // blob that has grown past limit since it was listed comes back as nil data,
 // to be streamed.
 func (c *Collector) download(ctx context.Context, name string, size, limit int64) ([]byte, error) {
-	body, err := c.open(ctx, name)
+	body, err := c.blobs.Open(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -152,13 +141,4 @@ func (c *Collector) download(ctx context.Context, name string, size, limit int64
 		return []byte{}, nil
 	}
 	return buf.Bytes(), nil
-}
-
-// open starts streaming a blob, resuming after a broken connection.
-func (c *Collector) open(ctx context.Context, name string) (io.ReadCloser, error) {
-	resp, err := c.container.NewBlobClient(name).DownloadStream(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("download blob %q: %w", name, err)
-	}
-	return resp.NewRetryReader(ctx, &blob.RetryReaderOptions{MaxRetries: 3}), nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
+	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/local/azurite"
 	"github.com/offpath/offpath/internal/tickets"
 )
@@ -76,7 +77,7 @@ func (c collected) ids() string {
 func collect(t *testing.T, c *container.Client, seen tickets.Summarised, opts tickets.Options) collected {
 	t.Helper()
 	var got collected
-	res, err := tickets.NewCollector(c, seen, opts).Collect(t.Context(), day(), func(tk tickets.Ticket) error {
+	res, err := tickets.NewCollector(blobstore.NewContainer(c), seen, opts).Collect(t.Context(), day(), func(tk tickets.Ticket) error {
 		got.tickets = append(got.tickets, tk)
 		return nil
 	})
