@@ -42,8 +42,10 @@
 //
 // # Queue calls
 //
-// [QueueClient] makes three things exact, because the queue path meters
-// every token to a tenant and must tell results from failures:
+// [QueueClient] is the queue path's ingest.Models: it returns package
+// ingest's values (Embeddings, Summary, Trace, Refusal) with the usage as
+// a ledger.Usage, and makes three things exact, because the queue path
+// meters every token to a tenant and must tell results from failures:
 //
 //   - Usage is the service's own, from every response, summed per call:
 //     prompt, completion, cached and reasoning tokens.
@@ -51,10 +53,10 @@
 //     recognised: HTTP 400 with code "content_filter" (the prompt was
 //     blocked; the innererror is read in all three spellings Azure uses)
 //     and HTTP 200 with finish_reason "content_filter" (the completion was
-//     blocked). Either returns an outcome.Refused error wrapping a *Refusal
-//     that carries the categories and the usage the service charged (the
-//     200 shape reports usage; the 400 shape reports none). Refusals are
-//     never retried.
+//     blocked). Either returns an outcome.Refused error wrapping an
+//     *ingest.Refusal that carries the categories and the usage the
+//     service charged (the 200 shape reports usage; the 400 shape reports
+//     none). Refusals are never retried.
 //   - 429s, 5xx, timeouts and broken connections are retried in process.
 //     The budget is the caller's context deadline (set it safely below the
 //     Service Bus lock and functionTimeout); a wait that would leave less

@@ -8,18 +8,11 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/offpath/offpath/internal/ingest"
+	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/outcome"
 	"github.com/offpath/offpath/internal/tokens"
 )
-
-// Embeddings are the vectors of a call to Embed, in the order of the texts.
-type Embeddings struct {
-	Vectors [][]float32
-	// Model is the model the service named ("text-embedding-3-small").
-	Model string
-	Usage Usage
-	Trace Trace
-}
 
 // Embed returns an embedding for each text, from the embeddings deployment.
 // Texts are sent in batches of at most QueueConfig.EmbedBatch inputs and
@@ -27,10 +20,10 @@ type Embeddings struct {
 // Vectors travel base64-encoded, a quarter of the JSON size.
 //
 // On error the returned Embeddings hold the usage and trace so far: the
-// batches that succeeded were charged. A refusal wraps a *Refusal with that
+// batches that succeeded were charged. A refusal wraps an *ingest.Refusal with that
 // usage.
-func (c *QueueClient) Embed(ctx context.Context, deployment string, texts []string) (Embeddings, error) {
-	out := Embeddings{Vectors: make([][]float32, 0, len(texts))}
+func (c *QueueClient) Embed(ctx context.Context, deployment string, texts []string) (ingest.Embeddings, error) {
+	out := ingest.Embeddings{Vectors: make([][]float32, 0, len(texts))}
 	for i, t := range texts {
 		if t == "" {
 			return out, outcome.Reject("invalid embedding input", fmt.Errorf("text %d is empty", i))
@@ -54,9 +47,9 @@ func (c *QueueClient) Embed(ctx context.Context, deployment string, texts []stri
 	return out, nil
 }
 
-func (c *QueueClient) embedBatch(ctx context.Context, deployment string, batch []string, charge int64, out *Embeddings) error {
+func (c *QueueClient) embedBatch(ctx context.Context, deployment string, batch []string, charge int64, out *ingest.Embeddings) error {
 	var resp *openai.CreateEmbeddingResponse
-	var trace Trace
+	var trace ingest.Trace
 	err := c.do(ctx, request{
 		deployment: deployment,
 		operation:  "embeddings",
@@ -71,15 +64,15 @@ func (c *QueueClient) embedBatch(ctx context.Context, deployment string, batch [
 			return err
 		},
 	}, &trace)
-	out.Trace.add(trace)
+	out.Trace.Add(trace)
 	var sig *refusalSignal
 	if errors.As(err, &sig) {
-		return refuse(&Refusal{Stage: StagePrompt, Categories: promptCategories(sig.apiErr), Usage: out.Usage})
+		return refuse(&ingest.Refusal{Stage: ingest.StagePrompt, Categories: promptCategories(sig.apiErr), Usage: out.Usage})
 	}
 	if err != nil {
 		return err
 	}
-	out.Usage.Add(Usage{PromptTokens: resp.Usage.PromptTokens, TotalTokens: resp.Usage.TotalTokens})
+	out.Usage.Add(ledger.Usage{PromptTokens: resp.Usage.PromptTokens})
 	out.Model = resp.Model
 	if len(resp.Data) != len(batch) {
 		return outcome.Retry(fmt.Errorf("embeddings %s: %d vectors for %d inputs", deployment, len(resp.Data), len(batch)), 0)

@@ -12,18 +12,18 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/openai/openai-go/v3"
 	"github.com/rs/zerolog"
+
+	"github.com/offpath/offpath/internal/ingest"
 )
 
-// Defaults of QueueConfig.
+// Defaults of QueueConfig (the embeddings batch and the summary input are
+// package ingest's defaults).
 const (
 	DefaultQueueAPIVersion  = "2024-10-21"
 	DefaultAttemptTimeout   = 60 * time.Second
 	DefaultQueueMaxAttempts = 6
 	DefaultMinAttemptTime   = 2 * time.Second
 	DefaultRetryBudget      = 2 * time.Minute
-	DefaultEmbedBatch       = 64
-	DefaultEmbedBatchToken  = 8000
-	DefaultSummaryInput     = 12000
 	DefaultKeywords         = 8
 )
 
@@ -69,7 +69,7 @@ type QueueConfig struct {
 	EmbedBatch       int `json:"embed_batch"`
 	EmbedBatchTokens int `json:"embed_batch_tokens"`
 	// SummaryInputTokens bounds the text sent to Summarize; longer text is
-	// cut (Summary.Truncated). Default 12,000.
+	// cut (ingest.Summary.Truncated). Default 12,000.
 	SummaryInputTokens int `json:"summary_input_tokens"`
 	// Keywords is how many keywords Summarize asks for. Default 8.
 	Keywords int `json:"keywords"`
@@ -96,6 +96,8 @@ type QueueClient struct {
 	log     zerolog.Logger
 }
 
+var _ ingest.Models = (*QueueClient)(nil)
+
 // NewQueueClient returns a QueueClient. limiter may be nil (no pacing).
 func NewQueueClient(cfg QueueConfig, limiter Limiter, logger zerolog.Logger) (*QueueClient, error) {
 	cfg.APIVersion = cmp.Or(cfg.APIVersion, DefaultQueueAPIVersion)
@@ -105,9 +107,9 @@ func NewQueueClient(cfg QueueConfig, limiter Limiter, logger zerolog.Logger) (*Q
 	cfg.MaxBackoff = cmp.Or(cfg.MaxBackoff, DefaultMaxBackoff)
 	cfg.MinAttemptTime = cmp.Or(cfg.MinAttemptTime, DefaultMinAttemptTime)
 	cfg.RetryBudget = cmp.Or(cfg.RetryBudget, DefaultRetryBudget)
-	cfg.EmbedBatch = cmp.Or(cfg.EmbedBatch, DefaultEmbedBatch)
-	cfg.EmbedBatchTokens = cmp.Or(cfg.EmbedBatchTokens, DefaultEmbedBatchToken)
-	cfg.SummaryInputTokens = cmp.Or(cfg.SummaryInputTokens, DefaultSummaryInput)
+	cfg.EmbedBatch = cmp.Or(cfg.EmbedBatch, ingest.DefaultEmbedBatch)
+	cfg.EmbedBatchTokens = cmp.Or(cfg.EmbedBatchTokens, ingest.DefaultEmbedBatchTokens)
+	cfg.SummaryInputTokens = cmp.Or(cfg.SummaryInputTokens, ingest.DefaultSummaryInput)
 	cfg.Keywords = cmp.Or(cfg.Keywords, DefaultKeywords)
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -6,9 +6,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/openai/openai-go/v3"
+
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/outcome"
-	"github.com/openai/openai-go/v3"
 )
 
 // verdict is what a queue call does about a failed attempt.

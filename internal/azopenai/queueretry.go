@@ -9,6 +9,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/offpath/offpath/internal/ingest"
 	"github.com/offpath/offpath/internal/outcome"
 	"github.com/offpath/offpath/internal/ratelimit"
 )
@@ -25,7 +26,7 @@ type request struct {
 // do runs req until it succeeds, is refused or rejected, or the budget is
 // spent. A refusal is returned as *refusalSignal for the caller to complete
 // with usage; other failures are outcome errors.
-func (c *QueueClient) do(ctx context.Context, req request, trace *Trace) error {
+func (c *QueueClient) do(ctx context.Context, req request, trace *ingest.Trace) error {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = c.cfg.Now().Add(c.cfg.RetryBudget)
@@ -102,7 +103,7 @@ type refusalSignal struct{ apiErr *openai.Error }
 func (r *refusalSignal) Error() string { return "content filter" }
 
 // refuse builds the outcome.Refused error for a refusal.
-func refuse(r *Refusal) error {
+func refuse(r *ingest.Refusal) error {
 	return &outcome.Error{Kind: outcome.Refused, Reason: "content_filter: " + r.Stage, Err: r}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/azopenai"
+	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/outcome"
 	"github.com/offpath/offpath/internal/ratelimit"
@@ -67,7 +68,7 @@ func TestClient_FailingSimulator(t *testing.T) {
 			if len(ft.Waits()) != attempts-1 || got.Trace.Waited != waited {
 				t.Errorf("%d waits (%v), trace says %v, for %d attempts", len(ft.Waits()), waited, got.Trace.Waited, attempts)
 			}
-			if got.Usage != (azopenai.Usage{}) {
+			if got.Usage != (ledger.Usage{}) {
 				t.Errorf("usage %+v from failed attempts", got.Usage)
 			}
 		})

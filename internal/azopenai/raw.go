@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/offpath/offpath/internal/batch"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
+	"github.com/offpath/offpath/internal/batch"
+	"github.com/offpath/offpath/internal/ingest"
 )
 
 // ChatBody sends a chat completion request body (JSON, its model naming
@@ -18,7 +20,7 @@ import (
 // the budget are outcome errors, as for Summarize.
 func (c *QueueClient) ChatBody(ctx context.Context, deployment string, body []byte, charge int64) (batch.Answer, error) {
 	var out batch.Answer
-	var trace Trace
+	var trace ingest.Trace
 	var raw []byte
 	err := c.do(ctx, request{
 		deployment: deployment,

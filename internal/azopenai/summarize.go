@@ -10,29 +10,10 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
+	"github.com/offpath/offpath/internal/ingest"
 	"github.com/offpath/offpath/internal/outcome"
 	"github.com/offpath/offpath/internal/tokens"
 )
-
-// Summary is a chat deployment's summary of a text.
-type Summary struct {
-	// Text is the summary.
-	Text string
-	// Keywords describe the text, at most QueueConfig.Keywords: the model's, or,
-	// when it answered no JSON, the most frequent words of the text.
-	Keywords []string
-	// Structured is true when the model answered the JSON object it was
-	// asked for; false when the answer was taken as plain text.
-	Structured bool
-	// FinishReason is the model's ("stop", "length").
-	FinishReason string
-	// Truncated is true when the text was cut to QueueConfig.SummaryInputTokens.
-	Truncated bool
-	// Model is the model the service named.
-	Model string
-	Usage Usage
-	Trace Trace
-}
 
 // systemPrompt asks for a small JSON object; n is the number of keywords.
 func systemPrompt(n int) string {
@@ -41,12 +22,12 @@ func systemPrompt(n int) string {
 
 // Summarize asks the chat deployment for a summary and keywords of text,
 // with at most maxTokens of completion. Text beyond
-// QueueConfig.SummaryInputTokens is cut at a rune boundary (Summary.Truncated).
+// QueueConfig.SummaryInputTokens is cut at a rune boundary (ingest.Summary.Truncated).
 //
-// A refusal (either shape) is an outcome.Refused error wrapping a *Refusal;
+// A refusal (either shape) is an outcome.Refused error wrapping an *ingest.Refusal;
 // the returned Summary then carries the usage too, so it can be metered.
-func (c *QueueClient) Summarize(ctx context.Context, deployment, text string, maxTokens int) (Summary, error) {
-	var out Summary
+func (c *QueueClient) Summarize(ctx context.Context, deployment, text string, maxTokens int) (ingest.Summary, error) {
+	var out ingest.Summary
 	if maxTokens < 1 {
 		return out, outcome.Reject("invalid summary request", fmt.Errorf("max tokens %d", maxTokens))
 	}
@@ -79,7 +60,7 @@ func (c *QueueClient) Summarize(ctx context.Context, deployment, text string, ma
 	}, &out.Trace)
 	var sig *refusalSignal
 	if errors.As(err, &sig) {
-		return out, refuse(&Refusal{Stage: StagePrompt, Categories: promptCategories(sig.apiErr)})
+		return out, refuse(&ingest.Refusal{Stage: ingest.StagePrompt, Categories: promptCategories(sig.apiErr)})
 	}
 	if err != nil {
 		return out, err
@@ -92,7 +73,7 @@ func (c *QueueClient) Summarize(ctx context.Context, deployment, text string, ma
 	ch := resp.Choices[0]
 	out.FinishReason = ch.FinishReason
 	if ch.FinishReason == "content_filter" {
-		return out, refuse(&Refusal{Stage: StageCompletion, Categories: completionCategories(ch), Usage: out.Usage})
+		return out, refuse(&ingest.Refusal{Stage: ingest.StageCompletion, Categories: completionCategories(ch), Usage: out.Usage})
 	}
 	out.Text, out.Keywords, out.Structured = parseSummary(ch.Message.Content, text, c.cfg.Keywords)
 	return out, nil

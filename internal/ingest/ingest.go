@@ -13,7 +13,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/chunk"
 	"github.com/offpath/offpath/internal/claimcheck"
@@ -29,9 +28,6 @@ const (
 	DefaultAlias            = "ingest"
 	DefaultResultsContainer = "ingested"
 	DefaultSummaryMaxTokens = 256
-	DefaultSummaryInput     = azopenai.DefaultSummaryInput
-	DefaultEmbedBatch       = azopenai.DefaultEmbedBatch
-	DefaultEmbedBatchTokens = azopenai.DefaultEmbedBatchToken
 	DefaultTenantTTL        = 30 * time.Second
 	DefaultMaxDeliveryCount = 10
 )
@@ -60,12 +56,6 @@ type Outcomes interface {
 	// Settled counts one delivery of tenant's (document.Unattributed for
 	// a claim check that names none) that ended with k.
 	Settled(tenant string, k outcome.Kind)
-}
-
-// Models embeds and summarises; *azopenai.QueueClient is one.
-type Models interface {
-	Embed(ctx context.Context, deployment string, texts []string) (azopenai.Embeddings, error)
-	Summarize(ctx context.Context, deployment, text string, maxTokens int) (azopenai.Summary, error)
 }
 
 // Blobs reads documents and writes results; package blobstore's Documents

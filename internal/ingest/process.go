@@ -12,7 +12,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/catalog"
 	"github.com/offpath/offpath/internal/chunk"
 	"github.com/offpath/offpath/internal/claimcheck"
@@ -128,10 +127,10 @@ type job struct {
 	meta        docMeta
 	chunks      int
 	textBytes   int64
-	embedUsage  azopenai.Usage
-	embedTrace  azopenai.Trace
-	chatUsage   azopenai.Usage
-	chatTrace   azopenai.Trace
+	embedUsage  ledger.Usage
+	embedTrace  Trace
+	chatUsage   ledger.Usage
+	chatTrace   Trace
 	embedModel  string
 	refusedAt   string // deployment whose refusal ended or marked the job
 	opened      bool   // the blob matched the claim check's ETag
@@ -217,10 +216,7 @@ func (j *job) process(ctx context.Context) (document.Status, error) {
 		}
 		emb, err := p.o.Models.Embed(ctx, j.embed.Name, texts)
 		j.embedUsage.Add(emb.Usage)
-		j.embedTrace.Requests += emb.Trace.Requests
-		j.embedTrace.Attempts += emb.Trace.Attempts
-		j.embedTrace.Throttled += emb.Trace.Throttled
-		j.embedTrace.Waited += emb.Trace.Waited
+		j.embedTrace.Add(emb.Trace)
 		if emb.Model != "" {
 			j.embedModel = emb.Model
 		}
@@ -265,7 +261,7 @@ func (j *job) process(ctx context.Context) (document.Status, error) {
 
 	sum, summaryErr := p.o.Models.Summarize(ctx, j.chat.Name, string(head), p.o.SummaryMaxTokens)
 	j.chatUsage, j.chatTrace = sum.Usage, sum.Trace
-	var summaryRefusal *azopenai.Refusal
+	var summaryRefusal *Refusal
 	if summaryErr != nil && outcome.Of(summaryErr) == outcome.Refused && errors.As(summaryErr, &summaryRefusal) {
 		j.refusedAt = j.chat.Name
 	}
@@ -463,14 +459,14 @@ func (j *job) meterCall(ctx context.Context) {
 // that each delivery's spend is kept, finished or not.
 func (j *job) record(ctx context.Context, unfinished bool) error {
 	var entries []ledger.Entry
-	add := func(dep string, u azopenai.Usage, t azopenai.Trace) {
-		if t.Requests == 0 && u.TotalTokens == 0 && u.PromptTokens == 0 && j.refusedAt != dep {
+	add := func(dep string, u ledger.Usage, t Trace) {
+		if t.Requests == 0 && u.TotalTokens() == 0 && j.refusedAt != dep {
 			return
 		}
 		e := j.entry(dep, j.d.DeliveryCount)
 		e.Recorded, e.Unfinished = j.p.o.Now().UTC(), unfinished
-		e.Usage = ledger.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
-			CachedTokens: u.CachedTokens, ReasoningTokens: u.ReasoningTokens, Requests: int64(t.Requests)}
+		e.Usage = u
+		e.Requests = int64(t.Requests)
 		if j.refusedAt == dep {
 			e.Refusals = 1
 			e.Requests = max(e.Requests, 1)

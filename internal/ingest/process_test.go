@@ -120,8 +120,8 @@ func TestProcess_SummaryRefusedIsAResult(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, fixtureOptions{})
 	for _, tc := range []struct{ trigger, stage string }{
-		{aoaisim.DefaultPromptTrigger, azopenai.StagePrompt},         // HTTP 400 content_filter
-		{aoaisim.DefaultCompletionTrigger, azopenai.StageCompletion}, // 200, finish_reason content_filter
+		{aoaisim.DefaultPromptTrigger, ingest.StagePrompt},         // HTTP 400 content_filter
+		{aoaisim.DefaultCompletionTrigger, ingest.StageCompletion}, // 200, finish_reason content_filter
 	} {
 		name := "acme/refused-" + tc.stage + ".md"
 		claim := f.drop(t, name, append(prose(3000), []byte("\n\n"+tc.trigger+"\n")...))
@@ -143,7 +143,7 @@ func TestProcess_SummaryRefusedIsAResult(t *testing.T) {
 				chat = e
 			}
 		}
-		if chat.Refusals != 1 || chat.Requests != 1 || (tc.stage == azopenai.StageCompletion && chat.PromptTokens == 0) {
+		if chat.Refusals != 1 || chat.Requests != 1 || (tc.stage == ingest.StageCompletion && chat.PromptTokens == 0) {
 			t.Errorf("%s: chat ledger row = %+v, want the refusal metered", tc.stage, chat)
 		}
 	}
@@ -152,9 +152,9 @@ func TestProcess_SummaryRefusedIsAResult(t *testing.T) {
 // refusingModels refuses every embedding.
 type refusingModels struct{ ingest.Models }
 
-func (refusingModels) Embed(context.Context, string, []string) (azopenai.Embeddings, error) {
-	r := &azopenai.Refusal{Stage: azopenai.StagePrompt, Categories: []string{"hate"}}
-	return azopenai.Embeddings{Usage: azopenai.Usage{PromptTokens: 10, TotalTokens: 10}, Trace: azopenai.Trace{Requests: 1, Attempts: 1}},
+func (refusingModels) Embed(context.Context, string, []string) (ingest.Embeddings, error) {
+	r := &ingest.Refusal{Stage: ingest.StagePrompt, Categories: []string{"hate"}}
+	return ingest.Embeddings{Usage: ledger.Usage{PromptTokens: 10}, Trace: ingest.Trace{Requests: 1, Attempts: 1}},
 		&outcome.Error{Kind: outcome.Refused, Reason: "content_filter: prompt", Err: r}
 }
 
