@@ -171,10 +171,10 @@ func printStatus(w io.Writer, st document.Status) {
 		add("chunks", fmt.Sprintf("%d (%d bytes of text)", st.Chunks, st.TextBytes))
 	}
 	add("result", st.Result)
-	u := st.Usage
+	u, c := st.Usage, st.Calls
 	if u.Requests > 0 || u.PromptTokens > 0 {
 		add("usage", fmt.Sprintf("%d prompt + %d completion tokens in %d model calls (%d attempts, %d throttled, %v waited)",
-			u.PromptTokens, u.CompletionTokens, u.Requests, u.Attempts, u.Throttled, time.Duration(u.WaitedMS)*time.Millisecond))
+			u.PromptTokens, u.CompletionTokens, u.Requests, c.Attempts, c.Throttled, c.Waited))
 	}
 	add("updated", when(st.Updated))
 	_ = g.write(w)

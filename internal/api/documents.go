@@ -75,9 +75,9 @@ func (s *Server) adminDocs(h handler) http.HandlerFunc {
 
 // docListView is a page of statuses.
 type docListView struct {
-	Data       []document.Status `json:"data"`
-	NextCursor string            `json:"next_cursor,omitempty"`
-	Next       string            `json:"next,omitempty"`
+	Data       []documentView `json:"data"`
+	NextCursor string         `json:"next_cursor,omitempty"`
+	Next       string         `json:"next,omitempty"`
 }
 
 // listDocuments answers a page of statuses: the caller's, or for the admin
@@ -126,7 +126,7 @@ func (s *Server) listDocuments(w http.ResponseWriter, r *http.Request, p auth.Pr
 		fail(w, r, err)
 		return
 	}
-	page := docListView{Data: list}
+	page := docListView{Data: viewDocuments(list)}
 	if next != "" {
 		v := url.Values{"cursor": {next}}
 		for _, k := range []string{"state", "limit", "tenant"} {
@@ -174,7 +174,7 @@ func (s *Server) getDocument(w http.ResponseWriter, r *http.Request, p auth.Prin
 		fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, st)
+	writeJSON(w, http.StatusOK, viewDocument(st))
 }
 
 // reprocessRequest is the body of POST /api/v1/admin/documents/reprocess.
@@ -222,7 +222,7 @@ func (s *Server) reprocessDocument(w http.ResponseWriter, r *http.Request, p aut
 		fail(w, r, err)
 	default:
 		w.Header().Set("Location", statusURL(adminDocumentsPath, name))
-		writeJSON(w, http.StatusAccepted, st)
+		writeJSON(w, http.StatusAccepted, viewDocument(st))
 	}
 }
 

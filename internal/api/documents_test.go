@@ -5,10 +5,13 @@ import (
 	"encoding/base64"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/offpath/offpath/internal/document"
+	"github.com/offpath/offpath/internal/ledger"
 )
 
 // docsEnv is an env with documents: contoso's a.txt done and b.txt
@@ -35,6 +38,9 @@ func docsEnv(t *testing.T) (*env, map[string]string) {
 		st := document.Status{Tenant: tenantID, Name: d.name, ETag: etags[d.name], State: d.state, Alias: "ingest", Queue: "doc-ingest"}
 		if d.state == document.DeadLettered {
 			st.Reason, st.Deliveries = "chat gpt-4o-mini: HTTP 500", 5
+		} else {
+			st.Usage = ledger.Usage{PromptTokens: 120, CompletionTokens: 40, CachedTokens: 16, ReasoningTokens: 8, Requests: 2, Refusals: 1, Cost: 1_500}
+			st.Calls = document.Calls{Attempts: 5, Throttled: 3, Waited: 2500 * time.Millisecond}
 		}
 		if _, err := e.docs.Put(ctx, d.name, st); err != nil {
 			t.Fatal(err)
@@ -117,6 +123,15 @@ func TestDocuments_TenantRoutes(t *testing.T) {
 	e.expect(res, http.StatusOK, "")
 	if res.json["state"] != "dead_lettered" || res.json["deliveries"] != float64(5) {
 		t.Errorf("one status = %s", res.body)
+	}
+	// The usage is the DocumentUsage schema's, exactly: tokens, model
+	// calls and how they went (the validator refuses any other field).
+	res = e.do("GET", statusOf("/api/v1/documents", "contoso/a.txt"), contoso, nil)
+	e.expect(res, http.StatusOK, "")
+	want := map[string]any{"prompt_tokens": 120.0, "completion_tokens": 40.0, "cached_tokens": 16.0, "requests": 2.0,
+		"attempts": 5.0, "throttled": 3.0, "waited_ms": 2500.0}
+	if !reflect.DeepEqual(res.json["usage"], want) {
+		t.Errorf("usage = %v, want %v", res.json["usage"], want)
 	}
 	// A name's slashes may travel escaped or not.
 	e.expect(e.do("GET", "/api/v1/documents/status?name=contoso/kb/b.txt", contoso, nil), http.StatusOK, "")

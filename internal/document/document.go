@@ -6,9 +6,10 @@
 // finished is recognised and does nothing, and a message for a replaced
 // version never overwrites what is known about the newer one.
 //
-// The package is the domain: standard library only, and the identifier
-// rule of package ident. Package tablestore
-// stores statuses.
+// The package is the domain: the standard library, the identifier rule of
+// package ident and the token usage of package ledger. Package tablestore
+// stores statuses as their JSON (json.go), which the API and the CLI show
+// too.
 package document
 
 import (
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/offpath/offpath/internal/ident"
+	"github.com/offpath/offpath/internal/ledger"
 )
 
 // ErrNotFound: no status for that document.
@@ -93,19 +95,14 @@ func ParseState(s string) (State, error) {
 // with a letter, so it is nobody's.
 const Unattributed = "_unattributed"
 
-// Usage is what processing one version cost, as the service reported it,
-// and how the model calls went.
-type Usage struct {
-	PromptTokens     int64 `json:"prompt_tokens"`
-	CompletionTokens int64 `json:"completion_tokens"`
-	CachedTokens     int64 `json:"cached_tokens,omitempty"`
-	// Requests are the model calls answered; Attempts all HTTP attempts;
-	// Throttled the 429s among them, waited out in process.
-	Requests  int64 `json:"requests"`
-	Attempts  int64 `json:"attempts"`
-	Throttled int64 `json:"throttled"`
-	// Waited is the time spent between attempts, in milliseconds.
-	WaitedMS int64 `json:"waited_ms,omitempty"`
+// Calls is how the model calls of one version went.
+type Calls struct {
+	// Attempts are all HTTP attempts, the answered requests included;
+	// Throttled counts the 429s among them, waited out in process.
+	Attempts  int64
+	Throttled int64
+	// Waited is the time spent between attempts.
+	Waited time.Duration
 }
 
 // Status is what is known about one document.
@@ -147,7 +144,11 @@ type Status struct {
 	Chunks    int    `json:"chunks,omitempty"`
 	TextBytes int64  `json:"text_bytes,omitempty"`
 	Result    string `json:"result,omitempty"`
-	Usage     Usage  `json:"usage"`
+	// Usage is what processing the version cost, as the service reported
+	// it (Requests: the model calls answered); Calls is how those calls
+	// went. Both travel as one "usage" object (see MarshalJSON).
+	Usage ledger.Usage `json:"-"`
+	Calls Calls        `json:"-"`
 
 	// Version is the store's concurrency token (an ETag of the row), set
 	// when read; empty for a status not read from the store.

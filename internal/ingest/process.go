@@ -308,7 +308,7 @@ func (j *job) process(ctx context.Context) (document.Status, error) {
 		return document.Status{}, err
 	}
 	j.log.Info().Str("state", string(state)).Int("chunks", j.chunks).Int64("prompt_tokens", st.Usage.PromptTokens).
-		Int64("completion_tokens", st.Usage.CompletionTokens).Int64("throttled", st.Usage.Throttled).
+		Int64("completion_tokens", st.Usage.CompletionTokens).Int64("throttled", st.Calls.Throttled).
 		Dur("took", st.Duration()).Msg("document processed")
 	if summaryRefusal != nil {
 		return st, summaryErr
@@ -378,15 +378,12 @@ func (j *job) finished(st *document.Status, state document.State) {
 	st.Deliveries = j.d.DeliveryCount
 	st.Started, st.Finished = j.started, j.p.o.Now().UTC()
 	st.Chunks, st.TextBytes = j.chunks, j.textBytes
-	u := j.embedUsage
-	u.Add(j.chatUsage)
-	st.Usage = document.Usage{
-		PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens,
-		Requests:  int64(j.embedTrace.Requests + j.chatTrace.Requests),
-		Attempts:  int64(j.embedTrace.Attempts + j.chatTrace.Attempts),
-		Throttled: int64(j.embedTrace.Throttled + j.chatTrace.Throttled),
-		WaitedMS:  (j.embedTrace.Waited + j.chatTrace.Waited).Milliseconds(),
-	}
+	st.Usage = j.embedUsage
+	st.Usage.Add(j.chatUsage)
+	t := j.embedTrace
+	t.Add(j.chatTrace)
+	st.Usage.Requests = int64(t.Requests)
+	st.Calls = document.Calls{Attempts: int64(t.Attempts), Throttled: int64(t.Throttled), Waited: t.Waited}
 }
 
 // save updates the document's status for this version. It writes when the

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/offpath/offpath/internal/document"
+	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/tablestore"
 )
 
@@ -26,7 +27,7 @@ func TestDocuments_PutGetList(t *testing.T) {
 	}
 	long := "acme/" + strings.Repeat("x", 1000) // names of any length and bytes hash to a valid key
 	for _, name := range []string{"acme/a.txt", "acme/dir/b.md", long, "acme/new\nline.txt"} {
-		st := document.Status{Tenant: "acme", Name: document.Printable(name), ETag: "0x1", State: document.Queued, Usage: document.Usage{PromptTokens: 7}}
+		st := document.Status{Tenant: "acme", Name: document.Printable(name), ETag: "0x1", State: document.Queued, Usage: ledger.Usage{PromptTokens: 7}}
 		if _, err := s.Put(ctx, name, st); err != nil {
 			t.Fatalf("Put(%q) = %v", name, err)
 		}
