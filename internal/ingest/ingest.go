@@ -105,7 +105,8 @@ type Options struct {
 	// Chunk sizes the chunks (default 512 tokens, 64 of overlap).
 	Chunk chunk.Options
 	// EmbedBatch and EmbedBatchTokens group chunks into one embeddings
-	// request. Default 64 and 8,000, package azopenai's defaults.
+	// request. Default 64 and 8,000 (DefaultEmbedBatch and
+	// DefaultEmbedBatchTokens, which the adapter uses too).
 	EmbedBatch       int
 	EmbedBatchTokens int
 	// SummaryInputTokens is how much of the text the summary reads, from
