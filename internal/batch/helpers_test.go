@@ -200,9 +200,12 @@ func (e *env) service() *batch.Service {
 	return s
 }
 
-func (e *env) ctx() context.Context {
+func (e *env) ctx() context.Context { return e.ctxFor(2 * time.Minute) }
+
+// ctxFor is a context with the test's logger that ends after d.
+func (e *env) ctxFor(d time.Duration) context.Context {
 	logger := zerolog.New(zerolog.NewTestWriter(e.t)).Level(zerolog.WarnLevel)
-	ctx, cancel := context.WithTimeout(logger.WithContext(context.Background()), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(logger.WithContext(context.Background()), d)
 	e.t.Cleanup(cancel)
 	return ctx
 }
