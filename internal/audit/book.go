@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/rs/zerolog"
@@ -48,13 +50,17 @@ func (a *Auditor) book(ctx context.Context, r *run, b batch.AzureBatch, rec Reco
 	}
 	var u ledger.Usage
 	var unreadable int64
+	var members map[string]int64 // a pack's lines by the job they name
+	if b.Metadata["tenant"] == batch.PackTenant {
+		members = map[string]int64{}
+	}
 	files := 0
 	for _, f := range []struct{ id, kind string }{{b.OutputFileID, "output"}, {b.ErrorFileID, "error"}} {
 		if f.id == "" {
 			continue
 		}
 		files++
-		n, err := a.meter(ctx, f.id, &u)
+		n, err := a.meter(ctx, f.id, &u, members)
 		if errors.Is(err, batch.ErrAzureNotFound) {
 			notes = append(notes, f.kind+" file "+f.id+" is gone: its usage is unknown")
 			continue
@@ -66,6 +72,9 @@ func (a *Auditor) book(ctx context.Context, r *run, b batch.AzureBatch, rec Reco
 	}
 	if files == 0 {
 		notes = append(notes, "no output or error file: nothing ran")
+	}
+	if members != nil {
+		notes = append(notes, packNote(members))
 	}
 	if unreadable > 0 {
 		notes = append(notes, fmt.Sprintf("%d unreadable lines not booked", unreadable))
@@ -107,9 +116,12 @@ func (a *Auditor) book(ctx context.Context, r *run, b batch.AzureBatch, rec Reco
 }
 
 // bookTo is the tenant an ended batch's usage goes to: for an orphan, the
-// tenant its metadata names if it exists; else Unattributed.
+// tenant its metadata names if it exists; else Unattributed. An orphaned
+// pack (metadata tenant batch.PackTenant, no tenant's) goes to
+// Unattributed: its lines are several tenants' jobs', which only its lost
+// row listed; the record's note names the jobs its lines are of.
 func (a *Auditor) bookTo(ctx context.Context, rec Record) (string, error) {
-	if rec.Job == "" || rec.Tenant == "" || rec.Tenant == Unattributed {
+	if rec.Job == "" || rec.Tenant == "" || rec.Tenant == Unattributed || rec.Tenant == batch.PackTenant {
 		return Unattributed, nil
 	}
 	_, err := a.o.Tenants.Get(ctx, rec.Tenant)
@@ -125,8 +137,9 @@ func (a *Auditor) bookTo(ctx context.Context, rec Record) (string, error) {
 
 // meter adds the usage of every line of an output or error file to u and
 // returns how many lines could not be read. It keeps nothing of a line
-// but its usage and outcome.
-func (a *Auditor) meter(ctx context.Context, id string, u *ledger.Usage) (unreadable int64, err error) {
+// but its usage and outcome, and, when jobs is set, counts the lines of
+// each offpath job a custom_id names.
+func (a *Auditor) meter(ctx context.Context, id string, u *ledger.Usage, jobs map[string]int64) (unreadable int64, err error) {
 	body, err := a.o.Azure.OpenFileContent(ctx, id)
 	if err != nil {
 		return 0, err
@@ -146,7 +159,30 @@ func (a *Auditor) meter(ctx context.Context, id string, u *ledger.Usage) (unread
 			return 0, err
 		}
 		batch.Meter(u, &res)
+		if ref, err := batchfile.ParseCustomID(res.CustomID); jobs != nil && err == nil {
+			jobs[ref.Job]++
+		}
 	}
+}
+
+// maxPackNoteJobs bounds the jobs an orphaned pack's note names.
+const maxPackNoteJobs = 20
+
+// packNote says what an orphaned pack is and which jobs its lines are
+// of, with their line counts (the first maxPackNoteJobs, by id).
+func packNote(jobs map[string]int64) string {
+	ids := slices.Sorted(maps.Keys(jobs))
+	var b strings.Builder
+	b.WriteString("an offpath pack (several tenants' jobs in one batch) whose record is gone: booked whole to " + Unattributed +
+		", to be attributed by hand; its lines are of jobs")
+	for k, id := range ids {
+		if k == maxPackNoteJobs {
+			fmt.Fprintf(&b, " and %d more", len(ids)-k)
+			break
+		}
+		fmt.Fprintf(&b, " %s (%d)", id, jobs[id])
+	}
+	return b.String()
 }
 
 // maxFirstLine bounds what is read of an input file to find its model.
