@@ -28,12 +28,6 @@ var adapters = []string{
 // notFlows are the internal packages the rule does not cover.
 var notFlows = []string{"internal/config", "internal/local/", "internal/testing/"}
 
-// pending lists the flows that still reach an adapter or an SDK, and which
-// of the forbidden kinds ("sdk" or an adapter's path) they reach. The rule
-// holds for every other flow; an entry that is no longer needed fails the
-// test too, so the list only shrinks.
-var pending = map[string][]string{}
-
 // forbidden names what dep is to the rule: "sdk" for an Azure SDK or
 // openai-go package, an adapter's path, or "" when a flow may use it.
 func forbidden(dep string) string {
@@ -80,21 +74,11 @@ func TestFlowsAreFreeOfSDKsAndAdapters(t *testing.T) {
 			continue
 		}
 		flows++
-		reached := map[string]string{} // kind -> one dep of that kind
+		reached := map[string]bool{} // kinds reported
 		for _, d := range p.Deps {
-			if k := forbidden(d); k != "" && reached[k] == "" {
-				reached[k] = d
-			}
-		}
-		allowed := pending[path]
-		for k, d := range reached {
-			if !slices.Contains(allowed, k) {
+			if k := forbidden(d); k != "" && !reached[k] {
+				reached[k] = true
 				t.Errorf("%s depends on %s: a flow may not depend on an SDK or an adapter (define the type it needs in the flow or the domain, and let the adapter import it)", path, d)
-			}
-		}
-		for _, k := range allowed {
-			if reached[k] == "" {
-				t.Errorf("%s no longer depends on %s: remove it from pending", path, k)
 			}
 		}
 	}
