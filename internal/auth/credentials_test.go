@@ -29,14 +29,7 @@ func TestCredentials_Contract(t *testing.T) {
 		"memory": func(*testing.T) credentialStore {
 			m := newMemStore()
 			return credentialStore{Credentials: m,
-				add: func(_ *testing.T, id string, k tenant.Key, apps []string) {
-					m.mu.Lock()
-					defer m.mu.Unlock()
-					m.keys[k.ID] = tenant.Credential{TenantID: id, State: tenant.Active, Key: k}
-					for _, a := range apps {
-						m.apps[a] = tenant.Credential{TenantID: id, State: tenant.Active}
-					}
-				},
+				add:     func(_ *testing.T, id string, k tenant.Key, apps []string) { m.add(id, k, apps...) },
 				suspend: func(_ *testing.T, id string) { m.suspend(id) }}
 		},
 		"tablestore": func(t *testing.T) credentialStore {
@@ -74,6 +67,10 @@ func credentialsContract(t *testing.T, s credentialStore) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	_, other, err := tenant.NewKey(rand.Reader, now)
+	if err != nil {
+		t.Fatal(err)
+	}
 	const app, otherApp = "aaaaaaaa-0000-4000-8000-00000000c0de", "aaaaaaaa-0000-4000-8000-00000000beef"
 	same := func(got, want tenant.Credential) bool {
 		return got.TenantID == want.TenantID && got.State == want.State && got.Key.ID == want.Key.ID &&
@@ -84,10 +81,20 @@ func credentialsContract(t *testing.T, s credentialStore) {
 	if e, err := s.CredentialEpoch(ctx); err != nil || e != "" {
 		t.Errorf("epoch before any tenant = %q, %v; want empty", e, err)
 	}
+	// Each new tenant moves the epoch: a credential cached as unknown is
+	// not trusted past the bound once it exists.
 	s.add(t, "contoso", k, []string{app})
+	first, err := s.CredentialEpoch(ctx)
+	if err != nil || first == "" {
+		t.Errorf("epoch after the first tenant = %q, %v; want it moved from empty", first, err)
+	}
+	if again, err := s.CredentialEpoch(ctx); err != nil || again != first {
+		t.Errorf("epoch read again = %q, %v; want %q, unchanged without a change", again, err, first)
+	}
+	s.add(t, "fabrikam", other, nil)
 	before, err := s.CredentialEpoch(ctx)
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || before == first {
+		t.Errorf("epoch after a second tenant = %q, %v; want it moved from %q", before, err, first)
 	}
 
 	if c, err := s.KeyCredential(ctx, k.ID); err != nil || !same(c, tenant.Credential{TenantID: "contoso", State: tenant.Active, Key: k}) {

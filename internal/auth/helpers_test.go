@@ -89,10 +89,26 @@ func (m *memStore) addKey(tb testing.TB, tenantID string, now time.Time) (plain,
 	if err != nil {
 		tb.Fatal(err)
 	}
+	m.add(tenantID, k)
+	return plain, k.ID
+}
+
+// add makes an active tenant with key k and the app ids apps, as the
+// tenant store's Create does: its credentials read at once, and the epoch
+// moves.
+func (m *memStore) add(tenantID string, k tenant.Key, apps ...string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.keys[k.ID] = tenant.Credential{TenantID: tenantID, State: tenant.Active, Key: k}
-	return plain, k.ID
+	for _, a := range apps {
+		m.apps[a] = tenant.Credential{TenantID: tenantID, State: tenant.Active}
+	}
+	m.moveEpoch(tenantID)
+}
+
+// moveEpoch changes the epoch for a change to tenantID. m.mu is held.
+func (m *memStore) moveEpoch(tenantID string) {
+	m.epoch = fmt.Sprintf("%s+%s", m.epoch, tenantID)
 }
 
 func (m *memStore) get(set map[string]tenant.Credential, id string) (tenant.Credential, error) {
@@ -140,5 +156,5 @@ func (m *memStore) suspend(tenantID string) {
 			}
 		}
 	}
-	m.epoch = fmt.Sprintf("%s+%s", m.epoch, tenantID)
+	m.moveEpoch(tenantID)
 }
