@@ -40,8 +40,8 @@ func (a *Auditor) alertBatch(ctx context.Context, r *run, b batch.AzureBatch, na
 		msg = "a batch carries offpath's submission key but no job claims it (its job record was lost or moved on); " +
 			"its usage is booked to the tenant its metadata names, else " + Unattributed + ", once it ends"
 		if b.Metadata["tenant"] == batch.PackTenant {
-			msg = "an offpath pack (several tenants' jobs in one batch) has lost its record; its usage is booked to " + Unattributed +
-				" once it ends, its note naming the jobs its lines are of, to be attributed by hand"
+			msg = "an offpath pack (several tenants' jobs in one batch) has lost its record; once it ends, each of its lines is booked to " +
+				"the tenant of the job it names, and the lines whose job is not found to " + Unattributed + "; its record's note says how many went where"
 		}
 	}
 	a.o.Alerts.Raise(ctx, alert.Alert{Name: name, At: now, Fields: fields, Message: msg})

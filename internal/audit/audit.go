@@ -157,7 +157,9 @@ type Record struct {
 	// Job is set for an orphaned batch: the offpath job its submission key
 	// names. Tenant is the tenant its usage is booked to (its metadata's,
 	// if that tenant exists, else Unattributed), decided before the first
-	// booking; empty for other batches, which go to Unattributed.
+	// booking; empty for other batches, which go to Unattributed. An
+	// orphaned pack's is Unattributed, where its lines whose job is not
+	// found go; the others go to their jobs' tenants, as its Note says.
 	Job, Tenant string
 }
 

@@ -330,6 +330,7 @@ func (s stubActive) ListActive(context.Context) ([]batch.ActiveRef, error) { ret
 func (stubJobs) Get(context.Context, string, string) (batch.Job, error) {
 	return batch.Job{}, batch.ErrNotFound
 }
+func (stubJobs) Owners(context.Context, []string) (map[string]string, error) { return nil, nil }
 func (s stubStore) Load(context.Context, audit.Kind) (map[string]audit.Record, error) {
 	return nil, s.err
 }

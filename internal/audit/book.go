@@ -48,19 +48,16 @@ func (a *Auditor) book(ctx context.Context, r *run, b batch.AzureBatch, rec Reco
 	if rec.Note != "" {
 		notes = append(notes, rec.Note)
 	}
-	var u ledger.Usage
+	pack := b.Metadata["tenant"] == batch.PackTenant
+	shares := map[string]*share{}
 	var unreadable int64
-	var members map[string]int64 // a pack's lines by the job they name
-	if b.Metadata["tenant"] == batch.PackTenant {
-		members = map[string]int64{}
-	}
 	files := 0
 	for _, f := range []struct{ id, kind string }{{b.OutputFileID, "output"}, {b.ErrorFileID, "error"}} {
 		if f.id == "" {
 			continue
 		}
 		files++
-		n, err := a.meter(ctx, f.id, &u, members)
+		n, err := a.meter(ctx, f.id, pack, shares)
 		if errors.Is(err, batch.ErrAzureNotFound) {
 			notes = append(notes, f.kind+" file "+f.id+" is gone: its usage is unknown")
 			continue
@@ -73,9 +70,6 @@ func (a *Auditor) book(ctx context.Context, r *run, b batch.AzureBatch, rec Reco
 	if files == 0 {
 		notes = append(notes, "no output or error file: nothing ran")
 	}
-	if members != nil {
-		notes = append(notes, packNote(members))
-	}
 	if unreadable > 0 {
 		notes = append(notes, fmt.Sprintf("%d unreadable lines not booked", unreadable))
 	}
@@ -84,42 +78,64 @@ func (a *Auditor) book(ctx context.Context, r *run, b batch.AzureBatch, rec Reco
 	if rec.Job != "" {
 		unit = OrphanUnit(b.ID)
 	}
-	e := ledger.Entry{Tenant: tenantID, Month: ledger.MonthOf(cmp.Or(b.CreatedAt, rec.CreatedAt, rec.AlertedAt)), Path: ledger.Batch,
-		Unit: unit, Alias: alias, Deployment: dep, Usage: u}
-	if alias != Unknown {
-		if err := e.Estimate(a.o.Catalog); err != nil {
-			notes = append(notes, "no price: booked without a cost")
+	byTenant := map[string]ledger.Usage{}
+	if pack {
+		split, note, err := a.splitPack(ctx, shares)
+		if err != nil {
+			return rec, err
 		}
+		byTenant = split
+		notes = append(notes, note)
+	} else if s := shares[""]; s != nil {
+		byTenant[tenantID] = s.usage
 	}
-	if e.Requests > 0 || e.PromptTokens > 0 || e.CompletionTokens > 0 {
-		if tenantID == Unattributed {
+	month := ledger.MonthOf(cmp.Or(b.CreatedAt, rec.CreatedAt, rec.AlertedAt))
+	var total ledger.Usage
+	var priceless bool
+	tenants := slices.Sorted(maps.Keys(byTenant))
+	for _, t := range tenants {
+		e := ledger.Entry{Tenant: t, Month: month, Path: ledger.Batch, Unit: unit, Alias: alias, Deployment: dep, Usage: byTenant[t]}
+		if alias != Unknown && e.Estimate(a.o.Catalog) != nil {
+			priceless = true
+		}
+		total.Add(e.Usage)
+		if e.Requests == 0 && e.PromptTokens == 0 && e.CompletionTokens == 0 {
+			continue
+		}
+		if t == Unattributed {
 			if err := a.ensureTenant(ctx, r); err != nil {
 				return rec, err
 			}
 		}
 		if err := a.o.Ledger.Record(ctx, e); err != nil {
-			return rec, fmt.Errorf("record usage: %w", err)
+			return rec, fmt.Errorf("record usage of %s: %w", t, err)
 		}
+	}
+	if priceless {
+		notes = append(notes, "no price: booked without a cost")
 	}
 	rec.BookedAt, rec.Status = r.inv.now, string(b.Status)
 	rec.InputFileID, rec.OutputFileID, rec.ErrorFileID = b.InputFileID, b.OutputFileID, b.ErrorFileID
-	rec.Alias, rec.Deployment, rec.Usage, rec.Note = alias, dep, e.Usage, strings.Join(notes, "; ")
+	rec.Alias, rec.Deployment, rec.Usage, rec.Note = alias, dep, total, strings.Join(notes, "; ")
 	ev := log.Info()
 	if rec.Note != "" || alias == Unknown {
 		ev = log.Warn().Str("note", rec.Note)
 	}
-	ev.Str("status", rec.Status).Str("alias", alias).Str("deployment", dep).Str("month", e.Month.String()).
-		Int64("requests", e.Requests).Int64("refusals", e.Refusals).
-		Int64("prompt_tokens", e.PromptTokens).Int64("completion_tokens", e.CompletionTokens).Int64("cost_nano_usd", int64(e.Cost)).
-		Str("booked_tenant", tenantID).Str("unit", unit).Msg("usage of a batch no job claims booked")
+	if !pack {
+		tenants = []string{tenantID}
+	}
+	ev.Str("status", rec.Status).Str("alias", alias).Str("deployment", dep).Str("month", month.String()).
+		Int64("requests", total.Requests).Int64("refusals", total.Refusals).
+		Int64("prompt_tokens", total.PromptTokens).Int64("completion_tokens", total.CompletionTokens).Int64("cost_nano_usd", int64(total.Cost)).
+		Strs("booked_tenants", tenants).Str("unit", unit).Msg("usage of a batch no job claims booked")
 	return rec, nil
 }
 
 // bookTo is the tenant an ended batch's usage goes to: for an orphan, the
 // tenant its metadata names if it exists; else Unattributed. An orphaned
 // pack (metadata tenant batch.PackTenant, no tenant's) goes to
-// Unattributed: its lines are several tenants' jobs', which only its lost
-// row listed; the record's note names the jobs its lines are of.
+// Unattributed, the tenant of its lines whose job is not found (the
+// others go to their jobs' tenants, see splitPack).
 func (a *Auditor) bookTo(ctx context.Context, rec Record) (string, error) {
 	if rec.Job == "" || rec.Tenant == "" || rec.Tenant == Unattributed || rec.Tenant == batch.PackTenant {
 		return Unattributed, nil
@@ -135,11 +151,19 @@ func (a *Auditor) bookTo(ctx context.Context, rec Record) (string, error) {
 	}
 }
 
-// meter adds the usage of every line of an output or error file to u and
-// returns how many lines could not be read. It keeps nothing of a line
-// but its usage and outcome, and, when jobs is set, counts the lines of
-// each offpath job a custom_id names.
-func (a *Auditor) meter(ctx context.Context, id string, u *ledger.Usage, jobs map[string]int64) (unreadable int64, err error) {
+// share is the lines of a batch's files that name one job (or, for a
+// batch that is not a pack, all of them), and their usage.
+type share struct {
+	lines int64
+	usage ledger.Usage
+}
+
+// meter adds the usage of every line of an output or error file to
+// shares, under the job its custom_id names when byJob is set (else, and
+// for a line that names no job, under "") and returns how many lines
+// could not be read. It keeps nothing of a line but its usage and
+// outcome.
+func (a *Auditor) meter(ctx context.Context, id string, byJob bool, shares map[string]*share) (unreadable int64, err error) {
 	body, err := a.o.Azure.OpenFileContent(ctx, id)
 	if err != nil {
 		return 0, err
@@ -158,31 +182,83 @@ func (a *Auditor) meter(ctx context.Context, id string, u *ledger.Usage, jobs ma
 		if err != nil {
 			return 0, err
 		}
-		batch.Meter(u, &res)
-		if ref, err := batchfile.ParseCustomID(res.CustomID); jobs != nil && err == nil {
-			jobs[ref.Job]++
+		var job string
+		if ref, err := batchfile.ParseCustomID(res.CustomID); byJob && err == nil {
+			job = ref.Job
 		}
+		s := shares[job]
+		if s == nil {
+			s = &share{}
+			shares[job] = s
+		}
+		s.lines++
+		batch.Meter(&s.usage, &res)
 	}
 }
 
-// maxPackNoteJobs bounds the jobs an orphaned pack's note names.
-const maxPackNoteJobs = 20
+// maxNoteNames bounds the tenants, and the jobs, an orphaned pack's note
+// names.
+const maxNoteNames = 20
 
-// packNote says what an orphaned pack is and which jobs its lines are
-// of, with their line counts (the first maxPackNoteJobs, by id).
-func packNote(jobs map[string]int64) string {
-	ids := slices.Sorted(maps.Keys(jobs))
+// splitPack attributes an orphaned pack's lines: each line names its job
+// (its custom_id), and the job rows outlive the pack's, so each line's
+// usage goes to its job's tenant; the lines whose job is not found (or
+// that name none) go to Unattributed. It returns the usage by tenant and
+// a note saying how many lines of how many jobs went to each tenant, and
+// which jobs were not found.
+func (a *Auditor) splitPack(ctx context.Context, shares map[string]*share) (map[string]ledger.Usage, string, error) {
+	owners, err := a.o.Jobs.Owners(ctx, slices.Collect(maps.Keys(shares)))
+	if err != nil {
+		return nil, "", fmt.Errorf("find the tenants of the pack's jobs: %w", err)
+	}
+	type sum struct {
+		lines int64
+		jobs  int
+	}
+	byTenant, sums := map[string]ledger.Usage{}, map[string]*sum{}
+	lost := map[string]int64{}
+	for job, s := range shares {
+		t := owners[job]
+		if t == "" || t == batch.PackTenant {
+			t = Unattributed
+			lost[job] = s.lines
+		}
+		u := byTenant[t]
+		u.Add(s.usage)
+		byTenant[t] = u
+		if sums[t] == nil {
+			sums[t] = &sum{}
+		}
+		sums[t].lines += s.lines
+		sums[t].jobs++
+	}
 	var b strings.Builder
-	b.WriteString("an offpath pack (several tenants' jobs in one batch) whose record is gone: booked whole to " + Unattributed +
-		", to be attributed by hand; its lines are of jobs")
-	for k, id := range ids {
-		if k == maxPackNoteJobs {
-			fmt.Fprintf(&b, " and %d more", len(ids)-k)
+	b.WriteString("an offpath pack (several tenants' jobs in one batch) whose record is gone: its lines are booked to the tenants of the jobs they name:")
+	tenants := slices.DeleteFunc(slices.Sorted(maps.Keys(sums)), func(t string) bool { return t == Unattributed })
+	for k, t := range tenants {
+		if k == maxNoteNames {
+			fmt.Fprintf(&b, " and %d more tenants", len(tenants)-k)
 			break
 		}
-		fmt.Fprintf(&b, " %s (%d)", id, jobs[id])
+		fmt.Fprintf(&b, " %s %d lines of %d jobs;", t, sums[t].lines, sums[t].jobs)
 	}
-	return b.String()
+	if len(tenants) == 0 {
+		b.WriteString(" none;")
+	}
+	if len(lost) == 0 {
+		b.WriteString(" every line's job found")
+		return byTenant, b.String(), nil
+	}
+	fmt.Fprintf(&b, " %d lines whose job is not found to %s:", sums[Unattributed].lines, Unattributed)
+	ids := slices.Sorted(maps.Keys(lost))
+	for k, id := range ids {
+		if k == maxNoteNames {
+			fmt.Fprintf(&b, " and %d more jobs", len(ids)-k)
+			break
+		}
+		fmt.Fprintf(&b, " %s (%d)", cmp.Or(id, "no job named"), lost[id])
+	}
+	return byTenant, b.String(), nil
 }
 
 // maxFirstLine bounds what is read of an input file to find its model.

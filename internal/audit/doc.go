@@ -50,7 +50,13 @@
 // in the month the batch was created. An orphan's goes to the tenant its
 // "tenant" metadata names, if that tenant exists (else "unattributed"),
 // unit "orphan:{batch id}"; the tenant is decided and recorded before the
-// first booking, so every booking writes the same row. The deployment is the model named on
+// first booking, so every booking writes the same row. An orphaned pack
+// (metadata tenant "~pack": several tenants' small jobs in one batch, its
+// own row gone) is split by line: each line's custom_id names its job,
+// whose row outlives the pack's, so its usage goes to that job's tenant
+// (one row per tenant, unit "orphan:{batch id}"), and the lines whose job
+// is not found to "unattributed"; the record's note says how many lines
+// of how many jobs went to each tenant and names the jobs not found. The deployment is the model named on
 // the input file's first line; its alias is the first alias, by name,
 // whose batch deployments include it, and the cost is that alias's batch
 // price. A deployment the catalog does not know, or an input file that is

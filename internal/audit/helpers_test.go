@@ -368,6 +368,8 @@ type lineUsage struct {
 	lines, requests, refusals  int64
 	prompt, completion, cached int64
 	texts                      []string // answers, to look for in logs
+	// job, when set, counts only the lines whose custom_id names it.
+	job string
 }
 
 // readUsage sums a file's usage straight from its JSON lines.
@@ -384,6 +386,7 @@ func (e *env) readUsage(id string, u *lineUsage) {
 	dec := json.NewDecoder(res.Body)
 	for {
 		var l struct {
+			CustomID string `json:"custom_id"`
 			Response *struct {
 				StatusCode int `json:"status_code"`
 				Body       struct {
@@ -412,6 +415,9 @@ func (e *env) readUsage(id string, u *lineUsage) {
 		}
 		if err != nil {
 			e.t.Fatalf("output line: %v", err)
+		}
+		if u.job != "" && !strings.HasPrefix(l.CustomID, u.job+".") {
+			continue
 		}
 		u.lines++
 		r := l.Response

@@ -16,6 +16,10 @@ const AlertOrphan = "batch_orphaned"
 // Jobs reads offpath's batch jobs (package tablestore's Jobs).
 type Jobs interface {
 	Get(ctx context.Context, tenantID, id string) (batch.Job, error)
+	// Owners returns the tenant of each of ids that names a job (an id
+	// two tenants hold is left out): an orphaned pack's lines name their
+	// jobs, not their tenants.
+	Owners(ctx context.Context, ids []string) (map[string]string, error)
 }
 
 // claim says whose a batch carrying offpath's submission key is.

@@ -119,6 +119,45 @@ func TestJobs_ListAndIndex(t *testing.T) {
 	}
 }
 
+// TestJobs_Owners finds the tenants of jobs known by id alone, across
+// partitions: each of the ids asked for that names a job, not the jobs
+// between them not asked for, nor an id that names none; an id two
+// tenants hold is nobody's.
+func TestJobs_Owners(t *testing.T) {
+	t.Parallel()
+	s := tablestore.NewJobs(service(t), tableName(t, "own"), nil)
+	ctx := context.Background()
+	if got, err := s.Owners(ctx, []string{"0000000000aaaaa"}); err != nil || len(got) != 0 {
+		t.Fatalf("Owners before the table exists = %v, %v", got, err)
+	}
+	base := time.Now().UTC()
+	var made []batch.Job
+	for i, tenantID := range []string{"contoso", "fabrikam", "contoso", "litware", "fabrikam"} {
+		j := newJob(t, tenantID, base.Add(time.Duration(i)*time.Second), "")
+		if _, err := s.Create(ctx, j, ""); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.MarkActive(ctx, tenantID, j.ID); err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, j)
+	}
+	twin := made[1]
+	twin.Tenant = "northwind"
+	if _, err := s.Create(ctx, twin, ""); err != nil {
+		t.Fatal(err)
+	}
+	missing := newJob(t, "contoso", base.Add(2500*time.Millisecond), "")
+	got, err := s.Owners(ctx, []string{made[0].ID, made[1].ID, made[4].ID, missing.ID, "not-a-job-id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{made[0].ID: "contoso", made[4].ID: "fabrikam"}
+	if !maps.Equal(got, want) {
+		t.Errorf("Owners = %v, want %v (not %s, held by two tenants, nor the jobs between, nor %s, which is none)", got, want, made[1].ID, missing.ID)
+	}
+}
+
 // TestJobs_Unfinished reads a tenant's jobs in an id range, both ends
 // included, without the harvested ones and without another tenant's, each
 // with an ETag that a conditional update accepts.
