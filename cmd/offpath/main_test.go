@@ -408,7 +408,7 @@ func TestRun_Sizing(t *testing.T) {
 	if err != nil {
 		t.Fatalf("sizing: %v\n%s", err, out.String())
 	}
-	// The reference's worked example: 1M TPM, 4,000 tokens per call, 8 s → 6 replicas of 4.
+	// infra/README.md's worked example: 1M TPM, 4,000 tokens per call, 8 s → 6 replicas of 4.
 	for _, want := range []string{"maxReplicaCount", " 6\n", "maxConcurrentCalls", "tokens"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("sizing output lacks %q:\n%s", want, out.String())

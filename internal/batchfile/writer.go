@@ -17,7 +17,8 @@ const (
 	// DefaultMaxLines is 100,000 requests per file (too_many_tasks).
 	DefaultMaxLines = 100_000
 	// DefaultURL is the route of every line. The classic 2024/2025 APIs and
-	// the v1 API both accept it; see the reference for /v1/ spellings.
+	// the v1 API both accept it; the v1 API's documentation spells it
+	// "/v1/chat/completions", which Azure accepts too.
 	DefaultURL = "/chat/completions"
 )
 

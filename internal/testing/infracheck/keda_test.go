@@ -129,8 +129,9 @@ func (kv kedaValidator) validate(doc document) error {
 	return nil
 }
 
-// The azure-servicebus scaler's trigger metadata keys (KEDA 2.x docs and
-// pkg/scalers/azure_servicebus_scaler.go). The CRD types metadata as
+// The azure-servicebus scaler's trigger metadata keys (KEDA 2.x's scaler
+// documentation, and pkg/scalers/azure_servicebus_scaler.go in KEDA's
+// repository). The CRD types metadata as
 // map[string]string, so the schema cannot catch a wrong key.
 var serviceBusMetadataKeys = map[string]bool{
 	"queueName": true, "topicName": true, "subscriptionName": true, "namespace": true,
