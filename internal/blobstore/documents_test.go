@@ -4,39 +4,44 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 
 	"github.com/offpath/offpath/internal/blobstore"
-	"github.com/offpath/offpath/internal/local/azurite"
 	"github.com/offpath/offpath/internal/object"
 )
 
-func newStore(t *testing.T, blockSize int) (*blobstore.Documents, *azblob.Client) {
+// newStore returns Documents on the package's Azurite over a documents
+// container and a results container of their own, the client and the
+// documents container's name.
+func newStore(t *testing.T, blockSize int) (*blobstore.Documents, *azblob.Client, string) {
 	t.Helper()
-	az := azurite.Start(t)
-	client, err := azblob.NewClientFromConnectionString(az.ConnectionString(), nil)
+	client, err := azblob.NewClientFromConnectionString(shared.Get(t).ConnectionString(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := client.CreateContainer(context.Background(), "incoming", nil); err != nil {
+	n := fmt.Sprintf("%d%d", time.Now().UnixNano()%1_000_000, seq.Add(1))
+	in := "incoming" + n
+	if _, err := client.CreateContainer(context.Background(), in, nil); err != nil {
 		t.Fatal(err)
 	}
-	return blobstore.NewDocuments(client, "incoming", "ingested", blockSize), client
+	return blobstore.NewDocuments(client, in, "ingested"+n, blockSize), client, in
 }
 
 func TestStore_OpenPinsTheVersion(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, client := newStore(t, 0)
+	s, client, in := newStore(t, 0)
 	if !strings.HasPrefix(s.AccountURL(), "http://127.0.0.1:") || strings.HasSuffix(s.AccountURL(), "/") {
 		t.Errorf("AccountURL() = %q", s.AccountURL())
 	}
-	up, err := client.UploadBuffer(ctx, "incoming", "acme/a.txt", []byte("first"), nil)
+	up, err := client.UploadBuffer(ctx, in, "acme/a.txt", []byte("first"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +61,7 @@ func TestStore_OpenPinsTheVersion(t *testing.T) {
 			t.Errorf("Open(%s) read %q, %+v", tag, b, p)
 		}
 	}
-	if _, err := client.UploadBuffer(ctx, "incoming", "acme/a.txt", []byte("second"), nil); err != nil {
+	if _, err := client.UploadBuffer(ctx, in, "acme/a.txt", []byte("second"), nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := s.Open(ctx, "acme/a.txt", etag); !errors.Is(err, object.ErrChanged) {
@@ -70,7 +75,7 @@ func TestStore_OpenPinsTheVersion(t *testing.T) {
 func TestWriter_VisibleOnlyWhenCommitted(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := newStore(t, 1024)
+	s, _, _ := newStore(t, 1024)
 	for _, tc := range []struct {
 		name  string
 		lines int
@@ -122,10 +127,10 @@ func TestWriter_VisibleOnlyWhenCommitted(t *testing.T) {
 func TestStore_Redrop(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, client := newStore(t, 1024)
+	s, client, in := newStore(t, 1024)
 	data := bytes.Repeat([]byte("a line of the document\n"), 300) // several blocks of 1 KiB
 	ct, corr := "text/markdown", "Z%C3%BCrich-0042"
-	up, err := client.UploadBuffer(ctx, "incoming", "acme/kb/a.md", data, &azblob.UploadBufferOptions{
+	up, err := client.UploadBuffer(ctx, in, "acme/kb/a.md", data, &azblob.UploadBufferOptions{
 		HTTPHeaders: &blob.HTTPHeaders{BlobContentType: &ct}, Metadata: map[string]*string{"correlation_id": &corr}})
 	if err != nil {
 		t.Fatal(err)
