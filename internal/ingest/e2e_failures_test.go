@@ -148,7 +148,9 @@ func TestE2E_InfrastructureFailures(t *testing.T) {
 // TestE2E_429Storm: many documents against a chat deployment with a small
 // TPM and no client-side limiter (the worst case): the 429s are waited out
 // in process, every document ends done after a single delivery, and no
-// message is abandoned because of a 429.
+// message is abandoned because of a 429. The simulator's rate-limit minute
+// lasts a quarter of a real one (its 429s ask for the real wait), still
+// three times the messages' lock duration, so that a wait can outlast a lock.
 func TestE2E_429Storm(t *testing.T) {
 	t.Parallel()
 	const tpm = 6000
@@ -157,9 +159,11 @@ func TestE2E_429Storm(t *testing.T) {
 		sim: func(c *aoaisim.Config) {
 			c.DisableRateLimits = false
 			c.Deployments[0].TPM = tpm // gpt-4o-mini; RPM follows (6 per 1,000 TPM)
+			c.RateClock = aoaisim.NewClock(time.Now(), 4)
+			c.RealRetryAfter = true
 		},
 	})
-	const docs = 24 // about 375 tokens charged each: one and a half minutes' worth
+	const docs = 24 // about 375 tokens charged each: one and a half (simulated) minutes' worth
 	etags := map[string]string{}
 	for i := range docs {
 		n := fmt.Sprintf("acme/storm/%02d.txt", i)

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"io"
 	"net/http"
+	"time"
 )
 
 // maxRequestBytes bounds synchronous request bodies.
@@ -217,6 +218,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, sf surface, dep *
 	}
 	d := dep.limiter.admit(s.rateClock.Now(), charge)
 	setRateHeaders(w.Header(), d)
+	if speed := s.rateClock.Speed(); s.cfg.RealRetryAfter && speed > 0 {
+		d.retryAfter = max(time.Duration(float64(d.retryAfter)/speed), time.Millisecond)
+	}
 	if !d.allowed {
 		dep.throttled.Add(1)
 		writeError(w, errRateLimited(w.Header(), operation, sf.apiVersion(r), d))

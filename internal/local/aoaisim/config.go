@@ -78,6 +78,14 @@ type Config struct {
 	// RateClock drives the rate-limit windows. It is separate from Clock because
 	// clients honour retry-after in real time. Default: real time.
 	RateClock *Clock `json:"-"`
+	// RealRetryAfter gives a 429's retry-after and retry-after-ms in real
+	// time: the RateClock's wait divided by its speed. A RateClock running
+	// speed times faster than real time then makes a minute's window pass
+	// in a fraction of one for a client that waits in real time (the
+	// handler's own process), and tells it the truth about when to come
+	// back. Otherwise they are in the RateClock's time, for a client that
+	// waits on a clock of its own moved in step.
+	RealRetryAfter bool `json:"-"`
 }
 
 // Deployment is one model deployment of the simulated resource.

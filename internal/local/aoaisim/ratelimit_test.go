@@ -153,3 +153,35 @@ func TestRateLimit_Load(t *testing.T) {
 		})
 	}
 }
+
+// TestRateLimit_RealRetryAfter: with a rate clock sixty times faster than
+// real time and RealRetryAfter, a 429 asks for the real time until the
+// window frees (at most a real second for a simulated minute), and a
+// client that waits that long gets in.
+func TestRateLimit_RealRetryAfter(t *testing.T) {
+	t.Parallel()
+	charge := wantPromptTokens("ping") + 100
+	s := newSim(t, aoaisim.Config{
+		Deployments:    []aoaisim.Deployment{{Name: "limited", Model: "gpt-4o-mini", TPM: 2 * charge, RPM: -1}},
+		RateClock:      aoaisim.NewClock(epoch(), 60),
+		RealRetryAfter: true,
+	})
+	ctx := context.Background()
+	var e *openai.Error
+	for i := 0; e == nil; i++ {
+		if i > 10 {
+			t.Fatal("no 429 after 10 requests of a third of the TPM each")
+		}
+		if _, err := s.classic.Chat.Completions.New(ctx, limitedParams(100)); err != nil {
+			e = apiError(t, err)
+		}
+	}
+	wait := time.Duration(header(t, e.Response.Header, "retry-after-ms")) * time.Millisecond
+	if e.StatusCode != 429 || wait <= 0 || wait > time.Second {
+		t.Fatalf("429 asked for %v (status %d); want a real wait of at most a second for a simulated minute", wait, e.StatusCode)
+	}
+	time.Sleep(wait)
+	if _, err := s.classic.Chat.Completions.New(ctx, limitedParams(100)); err != nil {
+		t.Errorf("after waiting the %v the 429 asked for: %v", wait, err)
+	}
+}
