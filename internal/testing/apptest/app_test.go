@@ -75,3 +75,23 @@ func TestNeverSchedule_IsFarOff(t *testing.T) {
 		t.Errorf("Next(%v) = %v, want months away", from, next)
 	}
 }
+
+// TestLastLines: a failed test shows the end of the app's output, however
+// it ends.
+func TestLastLines(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		text string
+		n    int
+		want string
+	}{
+		{"a\nb\nc\n", 2, "b\nc"},
+		{"a\nb\nc", 2, "b\nc"},
+		{"a\nb\n", 5, "a\nb"},
+		{"", 3, ""},
+	} {
+		if got := lastLines(tc.text, tc.n); got != tc.want {
+			t.Errorf("lastLines(%q, %d) = %q, want %q", tc.text, tc.n, got, tc.want)
+		}
+	}
+}

@@ -18,4 +18,8 @@
 //
 // Without it, the next test binary that builds the handler removes the
 // leftover once its process has exited.
+//
+// The handler's log goes to the test log as it comes only with go test -v;
+// otherwise a failed test ends with the last lines of the handler's and the
+// dev host's output, and Output returns all of it.
 package apptest

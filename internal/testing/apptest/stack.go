@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -279,8 +280,21 @@ func (s *Stack) startHost(cfg Config) {
 	if err != nil {
 		tb.Fatalf("devhost.LoadApp: %v", err)
 	}
+	// The handler's log reaches the test log as it is written only with
+	// -v; otherwise a failed test ends with the last lines of it and of the
+	// dev host's (after the host has stopped: cleanups run last first).
+	handlerOut := io.Writer(s.out)
+	if testing.Verbose() {
+		handlerOut = io.MultiWriter(zerolog.NewTestWriter(tb), s.out)
+	} else {
+		tb.Cleanup(func() {
+			if tb.Failed() {
+				tb.Logf("the last lines of the handler's and the dev host's output (go test -v shows all of it as it comes):\n%s", lastLines(s.Output(), failureLines))
+			}
+		})
+	}
 	h, err := devhost.New(devhost.Options{App: app, Storage: s.Azurite.ConnectionString(), ServiceBus: cfg.ServiceBus, HTTPAddr: "127.0.0.1:0",
-		BlobPollInterval: blobPoll, HandlerOutput: s.traces.handlerOutput(io.MultiWriter(zerolog.NewTestWriter(tb), s.out))},
+		BlobPollInterval: blobPoll, HandlerOutput: s.traces.handlerOutput(handlerOut)},
 		zerolog.New(io.MultiWriter(s.traces.hostLog(), s.out)))
 	if err != nil {
 		tb.Fatalf("devhost.New: %v", err)
@@ -300,6 +314,22 @@ func (s *Stack) startHost(cfg Config) {
 	if !cfg.Unchecked {
 		s.URL = checkedProxy(tb, h.URL())
 	}
+}
+
+// failureLines is how much of the app's output a failed test shows.
+const failureLines = 100
+
+// lastLines returns the last n lines of text.
+func lastLines(text string, n int) string {
+	text = strings.TrimRight(text, "\n")
+	for i := len(text) - 1; i >= 0; i-- {
+		if text[i] == '\n' {
+			if n--; n == 0 {
+				return text[i+1:]
+			}
+		}
+	}
+	return text
 }
 
 // blobPoll is the stack's pause between blob container scans, short so
