@@ -23,7 +23,6 @@ import (
 	"github.com/offpath/offpath/internal/claimcheck"
 	"github.com/offpath/offpath/internal/ingest"
 	"github.com/offpath/offpath/internal/invoke"
-	"github.com/offpath/offpath/internal/local/azurite"
 	"github.com/offpath/offpath/internal/tenant"
 )
 
@@ -37,8 +36,7 @@ import (
 // correlation id of its metadata.
 func TestEnqueueFunc_EveryHostShape(t *testing.T) {
 	t.Parallel()
-	az := azurite.Start(t)
-	client, err := azblob.NewClientFromConnectionString(az.ConnectionString(), nil)
+	client, err := azblob.NewClientFromConnectionString(shared.Get(t).ConnectionString(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/offpath/offpath/internal/document"
 	"github.com/offpath/offpath/internal/ingest"
-	"github.com/offpath/offpath/internal/local/azurite"
 	"github.com/offpath/offpath/internal/tablestore"
 	"github.com/offpath/offpath/internal/tenant"
 )
@@ -25,11 +24,7 @@ func TestStatuses_Contract(t *testing.T) {
 	for name, open := range map[string]func(t *testing.T) ingest.Statuses{
 		"memory": func(*testing.T) ingest.Statuses { return &memStatuses{now: now} },
 		"tablestore": func(t *testing.T) ingest.Statuses {
-			svc, err := tablestore.NewServiceClient(tablestore.Connection{ConnectionString: azurite.Start(t).ConnectionString()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return tablestore.NewDocuments(svc, "", now)
+			return tablestore.NewDocuments(tables(t), tableName("docs"), now)
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -143,11 +138,7 @@ func TestTenants_Contract(t *testing.T) {
 	for name, open := range map[string]func(t *testing.T) ingest.Tenants{
 		"memory": func(*testing.T) ingest.Tenants { return &memTenants{m: map[string]tenant.Tenant{"acme": acme}} },
 		"tablestore": func(t *testing.T) ingest.Tenants {
-			svc, err := tablestore.NewServiceClient(tablestore.Connection{ConnectionString: azurite.Start(t).ConnectionString()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := tablestore.NewTenants(svc, "")
+			s := tablestore.NewTenants(tables(t), tableName("tenants"))
 			if err := s.Create(context.Background(), acme); err != nil {
 				t.Fatal(err)
 			}
