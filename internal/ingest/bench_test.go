@@ -142,14 +142,21 @@ func (d *bigDoc) Read(p []byte) (int, error) {
 
 // streamBlobs serves one big generated document and discards the result
 // as blobstore.Documents does with its staged blocks: a block's worth buffered at most.
+// Everything else, the document's version and description included, is
+// memBlobs'.
 type streamBlobs struct {
 	*memBlobs
 	size   int64
 	result atomic.Int64
 }
 
-func (s *streamBlobs) Open(_ context.Context, name, etag string) (io.ReadCloser, object.Info, error) {
-	return io.NopCloser(&bigDoc{block: prose(1 << 20), n: s.size}), object.Info{ETag: etag, Size: s.size}, nil
+func (s *streamBlobs) Open(ctx context.Context, name, etag string) (io.ReadCloser, object.Info, error) {
+	r, p, err := s.memBlobs.Open(ctx, name, etag) // pinned to etag, as memBlobs is
+	if err != nil {
+		return nil, p, err
+	}
+	r.Close()
+	return io.NopCloser(&bigDoc{block: prose(1 << 20), n: s.size}), p, nil
 }
 
 func (s *streamBlobs) NewResult(string) ingest.ResultWriter { return &blockDiscard{s: s} }

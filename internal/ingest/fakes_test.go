@@ -143,16 +143,21 @@ type memBlob struct {
 	meta        map[string]string
 }
 
+func (b memBlob) info() object.Info {
+	return object.Info{ETag: b.etag, Size: b.size, ContentType: b.contentType, Metadata: b.meta}
+}
+
+// memBlobs is an in-memory Blobs, held to blobstore's Documents by the
+// contract suite in blobs_test.go.
 type memBlobs struct {
 	mu       sync.Mutex
 	incoming map[string]memBlob
-	results  map[string][]byte
-	meta     map[string]map[string]string
+	results  map[string]memBlob
 	seq      int
 }
 
 func newMemBlobs() *memBlobs {
-	return &memBlobs{incoming: map[string]memBlob{}, results: map[string][]byte{}, meta: map[string]map[string]string{}}
+	return &memBlobs{incoming: map[string]memBlob{}, results: map[string]memBlob{}}
 }
 
 // put stores a document and returns its ETag.
@@ -165,13 +170,33 @@ func (b *memBlobs) putSized(name string, size int64, meta map[string]string) str
 	return b.store(name, memBlob{size: size, meta: meta})
 }
 
+// store uploads a document as its uploader would and returns its ETag.
 func (b *memBlobs) store(name string, blob memBlob) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.storeLocked(name, blob)
+}
+
+// storeLocked writes a new version of the document name, as the service
+// does: a new ETag, application/octet-stream when no content type is
+// given, metadata keys read lower case. b.mu is held.
+func (b *memBlobs) storeLocked(name string, blob memBlob) string {
 	b.seq++
 	blob.etag = fmt.Sprintf("0x8D%012d", b.seq)
+	blob.contentType = cmp.Or(blob.contentType, "application/octet-stream")
+	meta := make(map[string]string, len(blob.meta))
+	for k, v := range blob.meta {
+		meta[strings.ToLower(k)] = v
+	}
+	blob.meta = meta
 	b.incoming[name] = blob
 	return blob.etag
+}
+
+func (b *memBlobs) remove(name string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.incoming, name)
 }
 
 func (b *memBlobs) Stat(_ context.Context, name string) (object.Info, error) {
@@ -181,34 +206,42 @@ func (b *memBlobs) Stat(_ context.Context, name string) (object.Info, error) {
 	if !ok {
 		return object.Info{}, fmt.Errorf("read %s: %w", name, object.ErrNotFound)
 	}
-	return object.Info{ETag: blob.etag, Size: blob.size, ContentType: blob.contentType, Metadata: blob.meta}, nil
+	return blob.info(), nil
+}
+
+// pinned returns the document name at version etag. b.mu is held.
+func (b *memBlobs) pinned(name, etag string) (memBlob, error) {
+	blob, ok := b.incoming[name]
+	switch {
+	case !ok:
+		return memBlob{}, fmt.Errorf("read %s: %w", name, object.ErrNotFound)
+	case blob.etag != strings.Trim(etag, `"`):
+		return memBlob{}, fmt.Errorf("read %s: %w", name, object.ErrChanged)
+	}
+	return blob, nil
 }
 
 func (b *memBlobs) Open(_ context.Context, name, etag string) (io.ReadCloser, object.Info, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	blob, ok := b.incoming[name]
-	switch {
-	case !ok:
-		return nil, object.Info{}, fmt.Errorf("read %s: %w", name, object.ErrNotFound)
-	case blob.etag != strings.Trim(etag, `"`):
-		return nil, object.Info{}, fmt.Errorf("read %s: %w", name, object.ErrChanged)
+	blob, err := b.pinned(name, etag)
+	if err != nil {
+		return nil, object.Info{}, err
 	}
-	return io.NopCloser(bytes.NewReader(blob.data)), object.Info{ETag: blob.etag, Size: int64(len(blob.data))}, nil
+	return io.NopCloser(bytes.NewReader(blob.data)), blob.info(), nil
 }
 
+// Redrop checks the version and writes the new one as one step, as the
+// service's conditional commit does.
 func (b *memBlobs) Redrop(_ context.Context, name, etag string) (object.Info, error) {
 	b.mu.Lock()
-	blob, ok := b.incoming[name]
-	b.mu.Unlock()
-	switch {
-	case !ok:
-		return object.Info{}, fmt.Errorf("read %s: %w", name, object.ErrNotFound)
-	case blob.etag != strings.Trim(etag, `"`):
-		return object.Info{}, fmt.Errorf("read %s: %w", name, object.ErrChanged)
+	defer b.mu.Unlock()
+	blob, err := b.pinned(name, etag)
+	if err != nil {
+		return object.Info{}, err
 	}
-	tag := b.store(name, blob)
-	return object.Info{ETag: tag, Size: blob.size, ContentType: blob.contentType, Metadata: blob.meta}, nil
+	b.storeLocked(name, blob)
+	return b.incoming[name].info(), nil
 }
 
 func (b *memBlobs) NewResult(name string) ingest.ResultWriter { return &memWriter{b: b, name: name} }
@@ -220,11 +253,21 @@ func (b *memBlobs) DeleteResult(_ context.Context, name string) error {
 	return nil
 }
 
-func (b *memBlobs) result(name string) ([]byte, map[string]string, bool) {
+// read returns the result name as blobstore's Documents.Read does.
+func (b *memBlobs) read(name string) ([]byte, object.Info, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r, ok := b.results[name]
-	return r, b.meta[name], ok
+	if !ok {
+		return nil, object.Info{}, fmt.Errorf("read result %s: %w", name, object.ErrNotFound)
+	}
+	return r.data, r.info(), nil
+}
+
+// result returns the result name's bytes and metadata, if there is one.
+func (b *memBlobs) result(name string) ([]byte, map[string]string, bool) {
+	r, p, err := b.read(name)
+	return r, p.Metadata, err == nil
 }
 
 type memWriter struct {
@@ -235,11 +278,11 @@ type memWriter struct {
 
 func (w *memWriter) Write(_ context.Context, p []byte) error { w.buf.Write(p); return nil }
 
-func (w *memWriter) Commit(_ context.Context, head []byte, _ string, md map[string]string) error {
+func (w *memWriter) Commit(_ context.Context, head []byte, contentType string, md map[string]string) error {
 	w.b.mu.Lock()
 	defer w.b.mu.Unlock()
-	w.b.results[w.name] = append(slices.Clone(head), w.buf.Bytes()...)
-	w.b.meta[w.name] = md
+	data := append(slices.Clone(head), w.buf.Bytes()...)
+	w.b.results[w.name] = memBlob{data: data, size: int64(len(data)), contentType: contentType, meta: maps.Clone(md)}
 	return nil
 }
 

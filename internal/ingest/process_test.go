@@ -198,9 +198,7 @@ func TestProcess_Rejections(t *testing.T) {
 	utf := f.drop(t, "acme/latin1.txt", append(prose(300), 0xe9, ' ', 'x'))
 	empty := f.drop(t, "acme/blank.md", []byte("\n\n   \n\t\n"))
 	gone := f.drop(t, "acme/gone.txt", prose(100))
-	f.blobs.mu.Lock()
-	delete(f.blobs.incoming, "acme/gone.txt")
-	f.blobs.mu.Unlock()
+	f.blobs.remove("acme/gone.txt")
 
 	tests := []struct {
 		name       string
