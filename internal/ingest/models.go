@@ -37,13 +37,13 @@ type Models interface {
 type Trace struct {
 	// Requests are the requests the model answered, a refusal included (one
 	// per embeddings batch, one per summary).
-	Requests int `json:"requests"`
+	Requests int
 	// Attempts are all HTTP attempts, Requests included.
-	Attempts int `json:"attempts"`
+	Attempts int
 	// Throttled counts the 429s among the attempts.
-	Throttled int `json:"throttled"`
+	Throttled int
 	// Waited is the time spent between attempts (not in the rate limiter).
-	Waited time.Duration `json:"waited"`
+	Waited time.Duration
 }
 
 // Add adds v to t.
