@@ -133,7 +133,7 @@ func (x *Index) add(raw []byte) error {
 // decodeEntry reads one index line and checks it against its own check.
 func decodeEntry(raw []byte) (Ref, IndexEntry, error) {
 	var l indexLine
-	if err := json.Unmarshal(raw, &l); err != nil {
+	if err := decode(raw, &l); err != nil {
 		return Ref{}, IndexEntry{}, fmt.Errorf("decode: %w", err)
 	}
 	ref, err := ParseCustomID(l.CustomID)

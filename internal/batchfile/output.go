@@ -93,6 +93,7 @@ const DefaultMaxLineBytes = 16 << 20
 // memory at a time.
 type Reader struct {
 	br      *bufio.Reader
+	dec     *lineDecoder
 	buf     []byte
 	line    int
 	maxLine int
@@ -103,7 +104,7 @@ func NewReader(r io.Reader, maxLineBytes int) *Reader {
 	if maxLineBytes <= 0 {
 		maxLineBytes = DefaultMaxLineBytes
 	}
-	return &Reader{br: bufio.NewReaderSize(r, 256<<10), maxLine: maxLineBytes}
+	return &Reader{br: bufio.NewReaderSize(r, 256<<10), dec: newLineDecoder(), maxLine: maxLineBytes}
 }
 
 // Next returns the next result. It returns a *LineError for a line that
@@ -126,6 +127,6 @@ func (r *Reader) Next() (Result, error) {
 		if len(r.buf) == 0 {
 			continue
 		}
-		return parseLine(r.buf, r.line)
+		return parseLine(r.dec, r.buf, r.line)
 	}
 }

@@ -74,23 +74,23 @@ type wireOutput struct {
 }
 
 type wireUsage struct {
-	PromptTokens     *int64 `json:"prompt_tokens"`
-	CompletionTokens *int64 `json:"completion_tokens"`
-	InputTokens      *int64 `json:"input_tokens"`
-	OutputTokens     *int64 `json:"output_tokens"`
-	TotalTokens      *int64 `json:"total_tokens"`
-	PromptDetails    *struct {
-		CachedTokens *int64 `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-	InputDetails *struct {
-		CachedTokens *int64 `json:"cached_tokens"`
-	} `json:"input_tokens_details"`
-	CompletionDetails *struct {
-		ReasoningTokens *int64 `json:"reasoning_tokens"`
-	} `json:"completion_tokens_details"`
-	OutputDetails *struct {
-		ReasoningTokens *int64 `json:"reasoning_tokens"`
-	} `json:"output_tokens_details"`
+	PromptTokens      *int64           `json:"prompt_tokens"`
+	CompletionTokens  *int64           `json:"completion_tokens"`
+	InputTokens       *int64           `json:"input_tokens"`
+	OutputTokens      *int64           `json:"output_tokens"`
+	TotalTokens       *int64           `json:"total_tokens"`
+	PromptDetails     *cachedDetail    `json:"prompt_tokens_details"`
+	InputDetails      *cachedDetail    `json:"input_tokens_details"`
+	CompletionDetails *reasoningDetail `json:"completion_tokens_details"`
+	OutputDetails     *reasoningDetail `json:"output_tokens_details"`
+}
+
+type cachedDetail struct {
+	CachedTokens *int64 `json:"cached_tokens"`
+}
+
+type reasoningDetail struct {
+	ReasoningTokens *int64 `json:"reasoning_tokens"`
 }
 
 // flexString reads a JSON string, or the text of a number, or null. Azure
@@ -114,19 +114,19 @@ func (f *flexString) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	return nil
 }
 
-// lineOptions decode output lines as leniently as encoding/json did (names
-// in any case, a repeated name's last value, invalid UTF-8 replaced), in
-// one pass that validates as it decodes.
+// lineOptions decode output and index lines as leniently as encoding/json
+// did (names in any case, a repeated name's last value, invalid UTF-8
+// replaced), in one pass that validates as it decodes.
 var lineOptions = json.JoinOptions(json.MatchCaseInsensitiveNames(true),
 	jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 
 func decode(raw []byte, v any) error { return json.Unmarshal(raw, v, lineOptions) }
 
-func parseLine(raw []byte, n int) (Result, error) {
+func parseLine(d *lineDecoder, raw []byte, n int) (Result, error) {
 	// One decoding pass over the whole line; a line whose shape is wrong
 	// anywhere is reported, with its custom_id when that much is readable.
 	var w wireLine
-	if err := decode(raw, &w); err != nil {
+	if err := d.decodeLine(raw, &w); err != nil {
 		return Result{}, &LineError{Line: n, CustomID: salvageCustomID(raw), Reason: "not a JSON object of the output schema: " + shortErr(err)}
 	}
 	if w.CustomID == nil || *w.CustomID == "" {
