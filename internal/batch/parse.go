@@ -41,9 +41,13 @@ type pendingCopy struct {
 	copy FileCopy // without its size and checksum until committed
 }
 
+// errEmptyFile aborts the copy of an empty file.
+var errEmptyFile = errors.New("empty file: not copied")
+
 // azureFiles are the part's files at Azure, each copied into the results
 // container as it is read, its SHA-256 computed on the way; a copy is
 // committed only once its file was read to the end, and added to copies.
+// An empty file is not copied.
 func (s *Service) azureFiles(ctx context.Context, j *Job, p *Part) []partFile {
 	var files []partFile
 	for k, f := range []struct{ id, kind string }{{p.OutputFileID, "output"}, {p.ErrorFileID, "errors"}} {
@@ -66,6 +70,12 @@ func (s *Service) azureFiles(ctx context.Context, j *Job, p *Part) []partFile {
 				if readErr != nil {
 					w.Abort(readErr)
 					return nil, fmt.Errorf("copy Azure file %s: %w", f.id, readErr)
+				}
+				if w.Size() == 0 {
+					// An empty file (Azure's error file when nothing
+					// failed) holds nothing to keep: no copy, no request.
+					w.Abort(errEmptyFile)
+					return nil, nil
 				}
 				return &pendingCopy{w: w, copy: FileCopy{AzureFileID: f.id, Blob: name}}, nil
 			}
