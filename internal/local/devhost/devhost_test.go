@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offpath/offpath/internal/local/azurite"
 	"github.com/offpath/offpath/internal/local/devhost"
 	"github.com/offpath/offpath/internal/local/sbemu"
 	"github.com/offpath/offpath/internal/testing/poll"
@@ -24,7 +23,7 @@ import (
 
 func TestDevhost_BlobFiresOncePerETag(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, azurite.Start(t), 10)
+	s := newStack(t, 10)
 	a := newApp(t, "", "blob-fn")
 	h, _ := s.run(t, a)
 	ctx := context.Background()
@@ -121,7 +120,7 @@ func quietScans(t *testing.T, h *devhost.Host, function string, since time.Time,
 func TestDevhost_ServiceBusRetriesThenDeadLetters(t *testing.T) {
 	t.Parallel()
 	const maxDelivery = 3
-	s := newStack(t, azurite.Start(t), maxDelivery)
+	s := newStack(t, maxDelivery)
 	a := newApp(t, "", "sb-fn")
 	h, _ := s.run(t, a)
 
@@ -180,7 +179,7 @@ func TestDevhost_ServiceBusRetriesThenDeadLetters(t *testing.T) {
 
 func TestDevhost_MessageSurvivesRestart(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, azurite.Start(t), 10)
+	s := newStack(t, 10)
 	a := newApp(t, "", "sb-fn")
 	if err := s.broker.Send(context.Background(), a.queue, sbMessage("crash")); err != nil {
 		t.Fatal(err)
@@ -225,7 +224,7 @@ func TestDevhost_MessageSurvivesRestart(t *testing.T) {
 
 func TestDevhost_TimerOnScheduleAndAdmin(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, azurite.Start(t), 10)
+	s := newStack(t, 10)
 	a := newApp(t, "*/1 * * * * *", "timer-fn")
 	h, _ := s.run(t, a)
 	waitCount(t, h, "timer-fn", 2) // two scheduled firings
@@ -254,7 +253,7 @@ func TestDevhost_TimerOnScheduleAndAdmin(t *testing.T) {
 
 func TestDevhost_HTTPKeysAndModes(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, azurite.Start(t), 10)
+	s := newStack(t, 10)
 	a := newApp(t, "", "api", "echo")
 	h, _ := s.run(t, a)
 	tests := []struct {
@@ -289,7 +288,7 @@ func TestDevhost_HTTPKeysAndModes(t *testing.T) {
 // it refuses callers without the key and unknown functions.
 func TestDevhost_EventGridWebhook(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, azurite.Start(t), 10)
+	s := newStack(t, 10)
 	a := newApp(t, "", "blob-eg")
 	h, _ := s.run(t, a)
 	ctx := context.Background()
@@ -366,7 +365,7 @@ func TestDevhost_EventGridWebhook(t *testing.T) {
 func TestDevhost_CutsOffSlowClients(t *testing.T) {
 	t.Parallel()
 	const timeout = 300 * time.Millisecond
-	s := newStack(t, azurite.Start(t), 10)
+	s := newStack(t, 10)
 	s.readTimeout = timeout
 	h, _ := s.run(t, newApp(t, "", "api", "echo"))
 	addr := strings.TrimPrefix(h.URL(), "http://")
@@ -405,7 +404,7 @@ func TestDevhost_CutsOffSlowClients(t *testing.T) {
 // positive number stops the host from loading the app.
 func TestDevhost_RequestBodyLimit(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, azurite.Start(t), 10)
+	s := newStack(t, 10)
 	a := newApp(t, "", "api")
 	settings := filepath.Join(a.dir, "local.settings.json")
 	b, err := os.ReadFile(settings)

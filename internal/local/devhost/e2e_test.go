@@ -34,6 +34,11 @@ func buildHandler(dir string) (string, error) {
 
 var testHandler string // set once in TestMain, read-only afterwards
 
+// One Azurite serves the package's tests; each test app has queues and
+// containers of its own and each host its own id, which keys its receipts
+// and timer status.
+var shared azurite.Shared
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "devhost-test")
 	if err != nil {
@@ -43,6 +48,7 @@ func TestMain(m *testing.M) {
 		panic("build test handler: " + err.Error())
 	}
 	code := m.Run()
+	shared.Stop()
 	os.RemoveAll(dir)
 	apptest.Cleanup()
 	os.Exit(code)
@@ -143,8 +149,9 @@ type stack struct {
 	readTimeout time.Duration
 }
 
-func newStack(t *testing.T, az *azurite.Azurite, maxDelivery int) *stack {
+func newStack(t *testing.T, maxDelivery int) *stack {
 	t.Helper()
+	az := shared.Get(t)
 	blobs, err := azblob.NewClientFromConnectionString(az.ConnectionString(), nil)
 	if err != nil {
 		t.Fatal(err)
