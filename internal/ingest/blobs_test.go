@@ -14,7 +14,6 @@ import (
 
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/ingest"
-	"github.com/offpath/offpath/internal/local/azurite"
 	"github.com/offpath/offpath/internal/object"
 )
 
@@ -45,14 +44,15 @@ func TestBlobs_Contract(t *testing.T) {
 		},
 		"blobstore": func(t *testing.T) blobStore {
 			ctx := context.Background()
-			client, err := azblob.NewClientFromConnectionString(azurite.Start(t).ConnectionString(), nil)
+			client, err := azblob.NewClientFromConnectionString(shared.Get(t).ConnectionString(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := client.CreateContainer(ctx, "incoming", nil); err != nil {
+			// Containers of its own in the shared Azurite.
+			if _, err := client.CreateContainer(ctx, "contract-incoming", nil); err != nil {
 				t.Fatal(err)
 			}
-			d := blobstore.NewDocuments(client, "incoming", "ingested", 1024) // small blocks: results and redrops span several
+			d := blobstore.NewDocuments(client, "contract-incoming", "contract-results", 1024) // small blocks: results and redrops span several
 			return blobStore{Blobs: d,
 				upload: func(t *testing.T, name string, data []byte, ct string, meta map[string]string) string {
 					o := &azblob.UploadBufferOptions{Metadata: map[string]*string{}}
@@ -62,14 +62,14 @@ func TestBlobs_Contract(t *testing.T) {
 					for k, v := range meta {
 						o.Metadata[k] = &v
 					}
-					up, err := client.UploadBuffer(ctx, "incoming", name, data, o)
+					up, err := client.UploadBuffer(ctx, "contract-incoming", name, data, o)
 					if err != nil {
 						t.Fatal(err)
 					}
 					return strings.Trim(string(*up.ETag), `"`)
 				},
 				remove: func(t *testing.T, name string) {
-					if _, err := client.DeleteBlob(ctx, "incoming", name, nil); err != nil {
+					if _, err := client.DeleteBlob(ctx, "contract-incoming", name, nil); err != nil {
 						t.Fatal(err)
 					}
 				},
