@@ -5,7 +5,9 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 
 	"github.com/offpath/offpath/internal/azopenai"
 	"github.com/offpath/offpath/internal/batch"
+	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/testing/clocktest"
@@ -291,5 +294,63 @@ func TestDeadline_CompleteByValidated(t *testing.T) {
 	}
 	if _, _, err := e.svc.Submit(e.ctx(), e.tenants["contoso"], batch.Request{Alias: "summarize", Items: items(1, "x"), CompleteBy: now.Add(61 * time.Minute)}); err != nil {
 		t.Errorf("complete_by in 61 min: %v", err)
+	}
+}
+
+// failingDeletes is the blob store with DeletePrefix failing in the
+// results container while fail is above zero (each failure counts down).
+type failingDeletes struct {
+	*blobstore.Store
+	results string
+	fail    atomic.Int32
+}
+
+func (f *failingDeletes) DeletePrefix(ctx context.Context, container, prefix string) error {
+	if container == f.results && f.fail.Add(-1) >= 0 {
+		return errors.New("storage unavailable")
+	}
+	return f.Store.DeletePrefix(ctx, container, prefix)
+}
+
+// The fallback's kept answers ({part}.sync.*) are deleted once its part is
+// harvested; a failed delete leaves them listed on the job, which stays
+// active, and a later tick deletes them.
+func TestDeadline_KeptAnswersDeletedAfterAFailure(t *testing.T) {
+	t.Parallel()
+	e, clock := deadlineEnv(t, 600, 0, aoaisim.FaultRule{Deployment: batchDep, HoldValidating: aoaisim.Duration(48 * time.Hour)})
+	blobs := &failingDeletes{Store: e.blobs, results: e.cont.Results}
+	blobs.fail.Store(2)
+	e.opts.Blobs = blobs
+	e.svc = e.service()
+	j := e.submit("contoso", items(4, "k"), func(r *batch.Request) { r.CompleteBy = clock.Now().Add(2 * time.Hour) })
+	e.pollUntil(30*time.Second, func(j batch.Job) bool { return j.Parts[0].AzureStatus == "validating" }, j.ID)
+	clock.Advance(2 * time.Hour)
+	kept := func() []string {
+		names, err := e.blobs.List(context.Background(), e.cont.Results, j.Tenant+"/"+j.ID+"/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.DeleteFunc(names, func(n string) bool { return !strings.Contains(n, ".sync.") })
+	}
+	active := func() bool {
+		refs, err := e.jobs.ListActive(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(refs, func(r batch.ActiveRef) bool { return r.ID == j.ID })
+	}
+	done := e.pollUntil(30*time.Second, harvested, j.ID)[j.ID]
+	if _, fromSync := e.checkSources(done); fromSync != 4 {
+		t.Fatalf("%d items from the fallback, want 4", fromSync)
+	}
+	if n := len(kept()); n != 4 || len(done.CleanupBlobs) != 1 || !active() {
+		t.Fatalf("after the failed delete: %d kept answers, cleanup %v, active %v; want 4 left, listed, the job active", n, done.CleanupBlobs, active())
+	}
+	e.pollUntil(30*time.Second, func(j batch.Job) bool { return len(j.CleanupBlobs) == 0 }, j.ID)
+	if n, left := len(kept()), blobs.fail.Load(); n != 0 || left >= 0 || active() {
+		t.Errorf("after the cleanup: %d kept answers, %d failures left to inject, active %v; want none, none, inactive", n, left, active())
+	}
+	if r := e.results(e.get(j.ID)); len(r) != 4 {
+		t.Errorf("%d result lines after the cleanup, want 4: the results must outlive the kept answers", len(r))
 	}
 }

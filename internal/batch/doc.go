@@ -195,7 +195,9 @@
 // results with those items replaced (ResultLine.Source "sync"), each item
 // once, and the part is harvested; the answers themselves, in line order,
 // are kept as one file of batch output lines among the part's copies
-// (FileCopy.Source "sync"), for a door that serves Azure's files. The fallback raises deadline_fallback
+// (FileCopy.Source "sync"), for a door that serves Azure's files; the
+// per-item answers are then listed in the job's CleanupBlobs, and each
+// tick's cleanup deletes them (the job stays active until it has). The fallback raises deadline_fallback
 // and is counted by Options.Decisions (FallbackCounter); Part.Fallback
 // says why it started, how many items came from each source and what the
 // fallback used.

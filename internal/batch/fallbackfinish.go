@@ -15,7 +15,9 @@ import (
 // answers as one file of batch output lines ({part}.fallback.jsonl, in
 // line order), recorded among the part's copies (Source "sync") so that
 // whoever reads the part's output as Azure's files (package openaiapi)
-// finds them there; then marks the part harvested.
+// finds them there; then marks the part harvested, and lists the kept
+// answers ({part}.sync.*) among the job's CleanupBlobs, which the poll's
+// cleanup deletes, tick after tick until it can.
 func (s *Service) finishFallback(ctx context.Context, j Job, i int, owner string, items int, fromBatch int64) (Job, error) {
 	p := j.Parts[i]
 	name := partBlob(&j, p.Index, "combined.jsonl")
@@ -94,6 +96,9 @@ func (s *Service) finishFallback(ctx context.Context, j Job, i int, owner string
 		q.Status, q.Counts, q.ResultsBlob = PartHarvested, counts, name
 		q.Fallback.Items, q.Fallback.Done, q.Fallback.FromBatch, q.Fallback.FinishedAt = items, items, fromBatch, now
 		q.Copies = append(slices.DeleteFunc(q.Copies, func(c FileCopy) bool { return c.Source == SourceSync }), answers)
+		if kept := partBlob(j, p.Index, "sync."); !slices.Contains(j.CleanupBlobs, kept) {
+			j.CleanupBlobs = append(j.CleanupBlobs, kept)
+		}
 		if allHarvested(j) {
 			j.HarvestedAt = now
 		}
@@ -106,8 +111,5 @@ func (s *Service) finishFallback(ctx context.Context, j Job, i int, owner string
 	zerolog.Ctx(ctx).Info().Int("part", i).Int("items", f.Items).Int64("from_batch", f.FromBatch).
 		Int64("prompt_tokens", f.Usage.PromptTokens).Int64("completion_tokens", f.Usage.CompletionTokens).
 		Dur("took", f.FinishedAt.Sub(f.StartedAt)).Msg("deadline fallback finished")
-	if err := s.o.Blobs.DeletePrefix(ctx, s.o.Containers.Results, partBlob(&j, p.Index, "sync.")); err != nil {
-		zerolog.Ctx(ctx).Warn().Err(err).Int("part", i).Msg("the fallback's kept answers were not deleted")
-	}
 	return j, nil
 }

@@ -273,6 +273,10 @@ type Job struct {
 	Alerts map[string]time.Time `json:"alerts,omitempty"`
 	// Cleanup lists Azure files still to delete after the harvest.
 	Cleanup []string `json:"cleanup,omitempty"`
+	// CleanupBlobs lists prefixes of blobs in the results container still
+	// to delete (a deadline fallback's kept answers, once its part is
+	// harvested).
+	CleanupBlobs []string `json:"cleanup_blobs,omitempty"`
 
 	// ETag is the stored row's version, set by the store.
 	ETag string `json:"-"`
@@ -303,7 +307,9 @@ func (j *Job) Usage() ledger.Usage {
 }
 
 // Active reports whether the poller still has work on the job.
-func (j *Job) Active() bool { return j.State != Harvested || len(j.Cleanup) > 0 }
+func (j *Job) Active() bool {
+	return j.State != Harvested || len(j.Cleanup) > 0 || len(j.CleanupBlobs) > 0
+}
 
 // derive recomputes State and Final from the parts.
 func (j *Job) derive() {

@@ -134,6 +134,7 @@ func cloneJob(j Job) Job {
 		}
 	}
 	c.Cleanup = append([]string(nil), j.Cleanup...)
+	c.CleanupBlobs = append([]string(nil), j.CleanupBlobs...)
 	if j.Pack != nil {
 		pk := *j.Pack
 		pk.Members = append([]PackMember(nil), j.Pack.Members...)

@@ -266,31 +266,35 @@ func endPending(j *Job, now time.Time) bool {
 	return changed
 }
 
-// cleanup deletes the Azure files left after a harvest.
+// cleanup deletes the Azure files, and the results blobs, left after a
+// harvest. What could not be deleted stays listed, and the job active, so
+// the next tick tries again.
 func (s *Service) cleanup(ctx context.Context, j Job) (Job, error) {
-	if len(j.Cleanup) == 0 {
+	if len(j.Cleanup) == 0 && len(j.CleanupBlobs) == 0 {
 		return j, nil
 	}
-	var done []string
+	var files, blobs []string
 	var errs []error
 	for _, id := range j.Cleanup {
 		if err := s.o.Azure.DeleteFile(ctx, id); err != nil && !errors.Is(err, ErrAzureNotFound) {
 			errs = append(errs, err)
 			continue
 		}
-		done = append(done, id)
+		files = append(files, id)
 	}
-	if len(done) == 0 {
+	for _, prefix := range j.CleanupBlobs {
+		if err := s.o.Blobs.DeletePrefix(ctx, s.o.Containers.Results, prefix); err != nil {
+			errs = append(errs, fmt.Errorf("delete blobs %s: %w", prefix, err))
+			continue
+		}
+		blobs = append(blobs, prefix)
+	}
+	if len(files) == 0 && len(blobs) == 0 {
 		return j, errors.Join(errs...)
 	}
 	j, err := s.update(ctx, j, func(j *Job) error {
-		keep := j.Cleanup[:0]
-		for _, id := range j.Cleanup {
-			if !slices.Contains(done, id) {
-				keep = append(keep, id)
-			}
-		}
-		j.Cleanup = keep
+		j.Cleanup = slices.DeleteFunc(j.Cleanup, func(id string) bool { return slices.Contains(files, id) })
+		j.CleanupBlobs = slices.DeleteFunc(j.CleanupBlobs, func(p string) bool { return slices.Contains(blobs, p) })
 		return nil
 	})
 	return j, errors.Join(append(errs, err)...)
