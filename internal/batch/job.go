@@ -325,7 +325,11 @@ func (j *Job) derive() {
 		case PartSubmitted, PartFallback:
 			submitted++
 		case PartDone:
-			done++
+			if f := p.Fallback; f != nil && f.FinishedAt.IsZero() {
+				submitted++ // its batch has ended; its deadline fallback has not
+			} else {
+				done++
+			}
 		case PartHarvested:
 			harvested++
 		}
@@ -335,11 +339,11 @@ func (j *Job) derive() {
 		j.Final = j.final()
 		j.State = Harvested
 	case submitted > 0 || (pending > 0 && done+harvested > 0):
-		j.State = Submitted
+		j.State, j.Final = Submitted, ""
 	case pending > 0 && attempted > 0:
-		j.State = Held
+		j.State, j.Final = Held, ""
 	case pending > 0:
-		j.State = Accepted
+		j.State, j.Final = Accepted, ""
 	default:
 		j.Final = j.final()
 		j.State = j.Final
