@@ -98,16 +98,14 @@ func (s *Nights) Update(ctx context.Context, n nightly.Night) (nightly.Night, er
 	if err != nil {
 		return nightly.Night{}, err
 	}
-	etag := azcore.ETag(n.ETag)
-	res, err := s.t.client.UpdateEntity(ctx, row, &aztables.UpdateEntityOptions{IfMatch: &etag, UpdateMode: aztables.UpdateModeReplace})
-	if err != nil {
-		var re *azcore.ResponseError
-		if errors.As(err, &re) && (re.StatusCode == http.StatusPreconditionFailed || re.StatusCode == http.StatusNotFound) {
-			return nightly.Night{}, fmt.Errorf("night %s: %w", n.Day, nightly.ErrConflict)
-		}
+	version, stale, err := s.t.replace(ctx, row, n.ETag)
+	switch {
+	case stale:
+		return nightly.Night{}, fmt.Errorf("night %s: %w", n.Day, nightly.ErrConflict)
+	case err != nil:
 		return nightly.Night{}, fmt.Errorf("update night %s: %w", n.Day, err)
 	}
-	n.ETag = string(res.ETag)
+	n.ETag = version
 	return n, nil
 }
 

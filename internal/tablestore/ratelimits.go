@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/offpath/offpath/internal/ratelimit"
@@ -75,26 +74,12 @@ func (s *RateLimits) Save(ctx context.Context, deployment string, p ratelimit.Po
 	if err != nil {
 		return "", fmt.Errorf("encode rate limit pool row %s: %w", deployment, err)
 	}
-	if version == "" {
-		if err := s.t.ensure(ctx); err != nil {
-			return "", err
-		}
-		res, err := s.t.client.AddEntity(ctx, row, nil)
-		if err != nil {
-			if isPrecondition(err) {
-				return "", fmt.Errorf("rate limit pool %s: %w", deployment, ratelimit.ErrConflict)
-			}
-			return "", fmt.Errorf("create rate limit pool %s: %w", deployment, err)
-		}
-		return string(res.ETag), nil
-	}
-	etag := azcore.ETag(version)
-	res, err := s.t.client.UpdateEntity(ctx, row, &aztables.UpdateEntityOptions{IfMatch: &etag, UpdateMode: aztables.UpdateModeReplace})
-	if err != nil {
-		if isPrecondition(err) || isNotFound(err) {
-			return "", fmt.Errorf("rate limit pool %s: %w", deployment, ratelimit.ErrConflict)
-		}
+	next, stale, err := s.t.save(ctx, row, version)
+	switch {
+	case stale:
+		return "", fmt.Errorf("rate limit pool %s: %w", deployment, ratelimit.ErrConflict)
+	case err != nil:
 		return "", fmt.Errorf("write rate limit pool %s: %w", deployment, err)
 	}
-	return string(res.ETag), nil
+	return next, nil
 }

@@ -129,6 +129,36 @@ func (t *table) entities(ctx context.Context, opts *aztables.ListEntitiesOptions
 	}
 }
 
+// save writes row as a new entity when version is "", else over its
+// entity if that is still at version, and returns the new version. stale
+// reports that it was not: the entity exists already (a create), or it
+// changed or went away since version (an update); callers answer that
+// with their conflict.
+func (t *table) save(ctx context.Context, row []byte, version string) (string, bool, error) {
+	if version != "" {
+		return t.replace(ctx, row, version)
+	}
+	if err := t.ensure(ctx); err != nil {
+		return "", false, err
+	}
+	res, err := t.client.AddEntity(ctx, row, nil)
+	if err != nil {
+		return "", isPrecondition(err), err
+	}
+	return string(res.ETag), false, nil
+}
+
+// replace writes row over its entity if that is still at version, and
+// returns the new version; stale reports that it changed or went away.
+func (t *table) replace(ctx context.Context, row []byte, version string) (string, bool, error) {
+	etag := azcore.ETag(version)
+	res, err := t.client.UpdateEntity(ctx, row, &aztables.UpdateEntityOptions{IfMatch: &etag, UpdateMode: aztables.UpdateModeReplace})
+	if err != nil {
+		return "", isPrecondition(err) || isNotFound(err), err
+	}
+	return string(res.ETag), false, nil
+}
+
 // isTransactionFailure reports a transaction one of whose operations was
 // refused: the service answers 202 with the failure inside, which the SDK
 // reports without its code, so callers find out which by reading.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/offpath/offpath/internal/reconcile"
@@ -62,26 +61,12 @@ func (w *Watermark) Save(ctx context.Context, next time.Time, version string) (s
 	if err != nil {
 		return "", fmt.Errorf("encode watermark %s: %w", w.name, err)
 	}
-	if version == "" {
-		if err := w.t.ensure(ctx); err != nil {
-			return "", err
-		}
-		res, err := w.t.client.AddEntity(ctx, row, nil)
-		if err != nil {
-			if isPrecondition(err) {
-				return "", fmt.Errorf("watermark %s: %w", w.name, reconcile.ErrConflict)
-			}
-			return "", fmt.Errorf("create watermark %s: %w", w.name, err)
-		}
-		return string(res.ETag), nil
-	}
-	etag := azcore.ETag(version)
-	res, err := w.t.client.UpdateEntity(ctx, row, &aztables.UpdateEntityOptions{IfMatch: &etag, UpdateMode: aztables.UpdateModeReplace})
-	if err != nil {
-		if isPrecondition(err) || isNotFound(err) {
-			return "", fmt.Errorf("watermark %s: %w", w.name, reconcile.ErrConflict)
-		}
+	saved, stale, err := w.t.save(ctx, row, version)
+	switch {
+	case stale:
+		return "", fmt.Errorf("watermark %s: %w", w.name, reconcile.ErrConflict)
+	case err != nil:
 		return "", fmt.Errorf("write watermark %s: %w", w.name, err)
 	}
-	return string(res.ETag), nil
+	return saved, nil
 }

@@ -168,16 +168,14 @@ func (s *Webhooks) UpdateEvent(ctx context.Context, e webhook.Event) (webhook.Ev
 	if err != nil {
 		return webhook.Event{}, err
 	}
-	etag := azcore.ETag(e.ETag)
-	res, err := s.t.client.UpdateEntity(ctx, row, &aztables.UpdateEntityOptions{IfMatch: &etag, UpdateMode: aztables.UpdateModeReplace})
-	if err != nil {
-		var re *azcore.ResponseError
-		if errors.As(err, &re) && (re.StatusCode == http.StatusPreconditionFailed || re.StatusCode == http.StatusNotFound) {
-			return webhook.Event{}, fmt.Errorf("webhook event %s: %w", e.ID, webhook.ErrConflict)
-		}
+	version, stale, err := s.t.replace(ctx, row, e.ETag)
+	switch {
+	case stale:
+		return webhook.Event{}, fmt.Errorf("webhook event %s: %w", e.ID, webhook.ErrConflict)
+	case err != nil:
 		return webhook.Event{}, fmt.Errorf("update webhook event %s: %w", e.ID, err)
 	}
-	e.ETag = string(res.ETag)
+	e.ETag = version
 	return e, nil
 }
 
