@@ -117,6 +117,17 @@ func (e *Entry) Validate() error {
 	return errors.Join(errs...)
 }
 
+// ValidateAll checks every entry, naming each bad one by its index.
+func ValidateAll(entries []Entry) error {
+	var errs []error
+	for i := range entries {
+		if err := entries[i].Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("entries[%d]: %w", i, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Estimate sets the entry's cost from the catalog's price for its alias,
 // path and deployment.
 func (e *Entry) Estimate(c *catalog.Catalog) error {

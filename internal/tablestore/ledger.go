@@ -104,13 +104,7 @@ func (l *Ledger) Abandon(ctx context.Context, entries []ledger.Entry) error {
 // been written and others not, and calling RecordBatch again with the same
 // entries is always safe.
 func (l *Ledger) RecordBatch(ctx context.Context, entries []ledger.Entry) error {
-	var errs []error
-	for i := range entries {
-		if err := entries[i].Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("entries[%d]: %w", i, err))
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := ledger.ValidateAll(entries); err != nil {
 		return err
 	}
 	if len(entries) == 0 {
@@ -147,7 +141,7 @@ func (l *Ledger) RecordBatch(ctx context.Context, entries []ledger.Entry) error 
 	}
 	// Partitions in parallel; within one, transactions one after the other
 	// (they move the same rollups).
-	errs = make([]error, len(partitions))
+	errs := make([]error, len(partitions))
 	sem := make(chan struct{}, l.parallel)
 	var wg sync.WaitGroup
 	for i, pk := range partitions {

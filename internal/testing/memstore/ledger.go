@@ -2,8 +2,6 @@ package memstore
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -63,13 +61,7 @@ func (l *Ledger) put(e ledger.Entry) {
 // RecordBatch writes many entries; entries of the same unit collapse to
 // the last. An invalid entry fails the call and writes none of them.
 func (l *Ledger) RecordBatch(_ context.Context, entries []ledger.Entry) error {
-	var errs []error
-	for i := range entries {
-		if err := entries[i].Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("entries[%d]: %w", i, err))
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := ledger.ValidateAll(entries); err != nil {
 		return err
 	}
 	l.mu.Lock()
