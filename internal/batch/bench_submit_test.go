@@ -12,12 +12,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/testing/cputime"
 	"github.com/offpath/offpath/internal/testing/rss"
 )
 
@@ -35,7 +37,9 @@ import (
 // bytes to the simulator's Files API); the part's bytes come from a local
 // copy made outside the timed phases. It reports both halves beside their
 // floors, the whole over the floor, and the peak RSS of each half
-// (simulator included; its clock is frozen so the batch does not run).
+// (simulator included; its clock is frozen so the batch does not run);
+// and, as BenchmarkHarvest does, the CPU time and requests of each phase,
+// each run's figures logged with the load average.
 //
 //	go test -run '^$' -bench 'Submit$' -benchtime 2x ./internal/batch/
 func BenchmarkSubmit(b *testing.B) {
@@ -47,7 +51,8 @@ func BenchmarkSubmit(b *testing.B) {
 func benchSubmit(b *testing.B, n int) {
 	e := newEnv(b, envConfig{sim: simConfig(0)})
 	ctx := context.Background()
-	raw, err := azblob.NewClientFromConnectionString(sharedAzurite(b).ConnectionString(), nil)
+	raw, err := azblob.NewClientFromConnectionString(sharedAzurite(b).ConnectionString(),
+		&azblob.ClientOptions{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{countRequests{e.storage}}}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -65,17 +70,19 @@ func benchSubmit(b *testing.B, n int) {
 	corpusBytes := w.Size()
 	local := filepath.Join(b.TempDir(), "part.jsonl")
 
-	var submit, admit, read, write, upload time.Duration
+	var submit, admit, read, write, upload work
 	var peakSubmit, peakAdmit float64
 	var size int64
 	b.StopTimer()
 	for i := range b.N {
+		load := cputime.LoadAverage()
 		debug.FreeOSMemory()
 		rss.Reset(b, rss.Self)
 		b.StartTimer()
-		start := time.Now()
-		j, _, err := e.svc.Submit(e.ctx(), e.tenants["contoso"], batch.Request{Alias: "summarize", MaxTokens: 64, InputBlob: "contoso/corpus.jsonl"})
-		submit += time.Since(start)
+		var j batch.Job
+		s := e.measure(b, func() {
+			j, _, err = e.svc.Submit(e.ctx(), e.tenants["contoso"], batch.Request{Alias: "summarize", MaxTokens: 64, InputBlob: "contoso/corpus.jsonl"})
+		})
 		b.StopTimer()
 		if err != nil || j.Items != n || len(j.Parts) != 1 {
 			b.Fatalf("Submit: %v (%d items, %d parts)", err, j.Items, len(j.Parts))
@@ -86,9 +93,8 @@ func benchSubmit(b *testing.B, n int) {
 		debug.FreeOSMemory()
 		rss.Reset(b, rss.Self)
 		b.StartTimer()
-		start = time.Now()
-		rep, err := e.svc.Poll(e.ctx())
-		admit += time.Since(start)
+		var rep batch.TickReport
+		a := e.measure(b, func() { rep, err = e.svc.Poll(e.ctx()) })
 		b.StopTimer()
 		if err != nil || rep.Admitted != 1 {
 			b.Fatalf("admission tick: %+v %v", rep, err)
@@ -97,37 +103,51 @@ func benchSubmit(b *testing.B, n int) {
 
 		// The floor, over the same bytes between the same endpoints.
 		stage(b, e, j.Parts[0].InputBlob, local)
-		start = time.Now()
-		if got := plainRead(b, raw, e.cont.Uploads, "contoso/corpus.jsonl"); got != corpusBytes {
-			b.Fatalf("read %d bytes of the corpus, want %d", got, corpusBytes)
-		}
-		read += time.Since(start)
-		start = time.Now()
-		plainWrite(b, raw, e.cont.Inputs, fmt.Sprintf("plain/%d.jsonl", i), local)
-		write += time.Since(start)
-		start = time.Now()
-		plainUpload(b, e.simURL, local)
-		upload += time.Since(start)
+		r := e.measure(b, func() {
+			if got := plainRead(b, raw, e.cont.Uploads, "contoso/corpus.jsonl"); got != corpusBytes {
+				b.Fatalf("read %d bytes of the corpus, want %d", got, corpusBytes)
+			}
+		})
+		wr := e.measure(b, func() { plainWrite(b, raw, e.cont.Inputs, fmt.Sprintf("plain/%d.jsonl", i), local) })
+		u := e.measure(b, func() { plainUpload(b, e.simURL, local) })
 
 		if _, err := e.svc.Cancel(ctx, "contoso", j.ID); err != nil {
 			b.Fatal(err)
 		}
+		var whole, floor work
+		whole.add(s)
+		whole.add(a)
+		floor.add(r)
+		floor.add(wr)
+		floor.add(u)
+		b.Logf("run %d, load %s: submit %s + admission %s = %s against the floor %s (read %s + write %s + upload %s)",
+			i+1, load, s, a, whole.against(floor), floor, r, wr, u)
+		submit.add(s)
+		admit.add(a)
+		read.add(r)
+		write.add(wr)
+		upload.add(u)
 	}
 	nf := float64(b.N)
-	floor := read + write + upload
+	var whole, floor work
+	whole.add(submit)
+	whole.add(admit)
+	floor.add(read)
+	floor.add(write)
+	floor.add(upload)
 	b.ReportMetric(float64(corpusBytes)/1e6, "corpus-MB")
 	b.ReportMetric(float64(size)/1e6, "part-MB")
-	b.ReportMetric(submit.Seconds()/nf, "submit-s")
-	b.ReportMetric(admit.Seconds()/nf, "admit-s")
-	b.ReportMetric(floor.Seconds()/nf, "floor-s")
-	b.ReportMetric((submit+admit).Seconds()/floor.Seconds(), "x-floor")
-	b.ReportMetric(submit.Seconds()/(read+write).Seconds(), "submit-x-read+write")
-	b.ReportMetric(admit.Seconds()/upload.Seconds(), "admit-x-upload")
+	b.ReportMetric(submit.wall.Seconds()/nf, "submit-s")
+	b.ReportMetric(admit.wall.Seconds()/nf, "admit-s")
+	b.ReportMetric(floor.wall.Seconds()/nf, "floor-s")
+	b.ReportMetric(whole.wall.Seconds()/floor.wall.Seconds(), "x-floor")
+	b.ReportMetric(whole.cpu().Seconds()/floor.cpu().Seconds(), "cpu-x-floor")
+	b.ReportMetric(float64(whole.requests)/nf, "requests")
+	b.ReportMetric(float64(floor.requests)/nf, "floor-requests")
 	b.ReportMetric(peakSubmit, "submit-peak-RSS-MB")
 	b.ReportMetric(peakAdmit, "admit-peak-RSS-MB")
-	b.Logf("%d lines, corpus %.1f MB, part %.1f MB: submit %.2f s + admission %.2f s = %.2f× the floor %.2f s (read %.2f + write %.2f + upload %.2f); peak RSS %.1f / %.1f MB",
-		n, float64(corpusBytes)/1e6, float64(size)/1e6, submit.Seconds()/nf, admit.Seconds()/nf, (submit+admit).Seconds()/floor.Seconds(),
-		floor.Seconds()/nf, read.Seconds()/nf, write.Seconds()/nf, upload.Seconds()/nf, peakSubmit, peakAdmit)
+	b.Logf("%d lines, corpus %.1f MB, part %.1f MB, %d runs: submit %s + admission %s = %s against the floor %s (read %s + write %s + upload %s); peak RSS %.1f / %.1f MB",
+		n, float64(corpusBytes)/1e6, float64(size)/1e6, b.N, submit, admit, whole.against(floor), floor, read, write, upload, peakSubmit, peakAdmit)
 	if peakSubmit >= benchMaxPeakRSSMB || peakAdmit >= benchMaxPeakRSSMB {
 		b.Errorf("peak RSS %.1f MB (submit) and %.1f MB (admission), want under %d MB", peakSubmit, peakAdmit, benchMaxPeakRSSMB)
 	}

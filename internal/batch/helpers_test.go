@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -15,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/rs/zerolog"
@@ -97,6 +100,8 @@ type env struct {
 	opts    batch.Options
 	svc     *batch.Service
 	tenants map[string]tenant.Tenant
+	// storage counts the requests sent to Azurite.
+	storage *atomic.Int64
 	// tables and suffix make more tables next to the env's (the audit's).
 	tables *aztables.ServiceClient
 	suffix string
@@ -144,17 +149,19 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := tablestore.NewServiceClient(tablestore.Connection{ConnectionString: az.ConnectionString()})
+	storage := new(atomic.Int64)
+	counted := azcore.ClientOptions{PerRetryPolicies: []policy.Policy{countRequests{storage}}}
+	svc, err := aztables.NewServiceClientFromConnectionString(az.ConnectionString(), &aztables.ClientOptions{ClientOptions: counted})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bc, err := azblob.NewClientFromConnectionString(az.ConnectionString(), nil)
+	bc, err := azblob.NewClientFromConnectionString(az.ConnectionString(), &azblob.ClientOptions{ClientOptions: counted})
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := fmt.Sprintf("%d%d", time.Now().UnixNano()%1_000_000_000, seq.Add(1))
 	e := &env{t: t, sim: sim, simURL: ts.URL, azure: client, alerts: &alerttest.Recorder{}, tenants: map[string]tenant.Tenant{},
-		tables: svc, suffix: n,
+		tables: svc, suffix: n, storage: storage,
 		jobs:   tablestore.NewJobs(svc, "bjobs"+n, nil),
 		ledger: &countingLedger{ledgerStore: tablestore.NewLedger(svc, tablestore.LedgerOptions{Table: "bled" + n}), records: map[string]int{}},
 		blobs:  blobstore.New(bc, blobstore.Options{BlockSize: cmp.Or(cfg.blockSize, batch.BlockSize)}),
@@ -188,6 +195,24 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 	}
 	e.svc = e.service()
 	return e
+}
+
+// countRequests is an azcore policy that counts each request sent.
+type countRequests struct{ n *atomic.Int64 }
+
+func (c countRequests) Do(req *policy.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return req.Next()
+}
+
+// requests is how many requests the env's clients sent so far to Azurite
+// and to its simulator.
+func (e *env) requests() int64 {
+	n := e.storage.Load()
+	for _, v := range e.sim.Stats().Routes {
+		n += v
+	}
+	return n
 }
 
 // service returns a new Service on the same stores: a fresh process.

@@ -168,6 +168,10 @@ func launch(ctx context.Context, bin, dir string, logw io.Writer, inMemory bool)
 	return a, nil
 }
 
+// PID is the emulator process's id (for a benchmark that reports the CPU
+// time Azurite spent).
+func (a *Azurite) PID() int { return a.cmd.Process.Pid }
+
 // Stop terminates Azurite and waits for it to exit. It is safe to call twice.
 func (a *Azurite) Stop() {
 	select {
