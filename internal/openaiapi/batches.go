@@ -2,6 +2,7 @@ package openaiapi
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -172,24 +173,17 @@ func jobID(batchID string) string {
 }
 
 func (s *Server) getBatch(w http.ResponseWriter, r *http.Request, t tenant.Tenant) {
-	if _, err := query(r); err != nil {
-		fail(w, r, err)
-		return
-	}
-	id := jobID(r.PathValue("id"))
-	if id == "" {
-		fail(w, r, notFound("batch"))
-		return
-	}
-	job, err := s.o.Batches.Get(r.Context(), t.ID, id)
-	if err != nil {
-		fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, s.view(&job))
+	s.onBatch(w, r, t, s.o.Batches.Get)
 }
 
 func (s *Server) cancelBatch(w http.ResponseWriter, r *http.Request, t tenant.Tenant) {
+	s.onBatch(w, r, t, s.o.Batches.Cancel)
+}
+
+// onBatch answers with the batch the path names after do, a read or a
+// change of the tenant's job; a batch id that is no job of offpath's is
+// not found.
+func (s *Server) onBatch(w http.ResponseWriter, r *http.Request, t tenant.Tenant, do func(ctx context.Context, tenantID, id string) (batch.Job, error)) {
 	if _, err := query(r); err != nil {
 		fail(w, r, err)
 		return
@@ -199,7 +193,7 @@ func (s *Server) cancelBatch(w http.ResponseWriter, r *http.Request, t tenant.Te
 		fail(w, r, notFound("batch"))
 		return
 	}
-	job, err := s.o.Batches.Cancel(r.Context(), t.ID, id)
+	job, err := do(r.Context(), t.ID, id)
 	if err != nil {
 		fail(w, r, err)
 		return
