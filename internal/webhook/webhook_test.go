@@ -75,15 +75,19 @@ func (m *memStore) UpdateEvent(_ context.Context, e Event) (Event, error) {
 	return e, nil
 }
 
+// memJobs stands for the batch control plane's List (batch.Service, not a
+// store): a tenant's jobs in state (empty: any), newest first, as it
+// lists them, all on one page.
 type memJobs []batch.Job
 
-func (j memJobs) List(_ context.Context, tenantID string, _ batch.State, _ string, _ int) ([]batch.Job, string, error) {
+func (j memJobs) List(_ context.Context, tenantID string, state batch.State, _ string, _ int) ([]batch.Job, string, error) {
 	var out []batch.Job
 	for _, x := range j {
-		if x.Tenant == tenantID {
+		if x.Tenant == tenantID && (state == "" || x.State == state) {
 			out = append(out, x)
 		}
 	}
+	slices.SortStableFunc(out, func(a, b batch.Job) int { return b.Created.Compare(a.Created) })
 	return out, "", nil
 }
 
