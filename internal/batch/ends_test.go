@@ -156,22 +156,15 @@ func TestEnds(t *testing.T) {
 // run: the rest are cancelled, the partial output is harvested and billed.
 func TestCancel_HalfWay(t *testing.T) {
 	t.Parallel()
-	cfg := simConfig(240)
-	cfg.Batch.LinesPerMinute = 4 // 10 simulated minutes, 2.5 s
+	// The simulator's clock moves only when the test says: the batch cannot
+	// finish before the cancel reaches it, however slow the machine.
+	cfg, clock := frozenSim(4) // a line every 15 simulated seconds
 	e := newEnv(t, envConfig{sim: cfg})
 	j := e.submit("contoso", items(40, "c"))
-	// Once Azure has run two lines its clock stands still until the cancel
-	// has reached it: on a loaded machine the job's 2.5 s could otherwise
-	// end before the cancel is sent.
-	clock := e.sim.Clock()
-	speed := clock.Speed()
+	e.pollUntil(30*time.Second, func(j batch.Job) bool { return j.State == batch.Submitted }, j.ID)
+	clock.Advance(2*time.Minute + 30*time.Second) // past validation, two lines run
 	e.pollUntil(30*time.Second, func(j batch.Job) bool {
-		for _, b := range e.sim.State().Batches {
-			if b.Completed >= 2 {
-				clock.SetSpeed(0)
-			}
-		}
-		return j.State == batch.Submitted && j.Parts[0].RequestCounts.Completed >= 2
+		return j.Parts[0].RequestCounts.Completed >= 2
 	}, j.ID)
 	// Another tenant cannot cancel it, nor see it.
 	if _, err := e.svc.Cancel(e.ctx(), "fabrikam", j.ID); !errors.Is(err, batch.ErrNotFound) {
@@ -184,10 +177,10 @@ func TestCancel_HalfWay(t *testing.T) {
 	if !c.CancelRequested || !c.Parts[0].CancelSent {
 		t.Errorf("after Cancel: requested %v, sent %v", c.CancelRequested, c.Parts[0].CancelSent)
 	}
-	clock.SetSpeed(speed)
 	if _, err := e.svc.Cancel(e.ctx(), "contoso", j.ID); err != nil {
 		t.Errorf("second Cancel = %v, want nil", err)
 	}
+	clock.SetSpeed(240) // the cancel completes at Azure (a simulated minute)
 	got := e.pollUntil(30*time.Second, harvested, j.ID)[j.ID]
 	if got.Final != batch.Cancelled || got.Parts[0].AzureStatus != batch.AzureCancelled {
 		t.Errorf("final %s, azure %s; want cancelled", got.Final, got.Parts[0].AzureStatus)
