@@ -180,6 +180,10 @@ func TestRateLimit_RealRetryAfter(t *testing.T) {
 	if e.StatusCode != 429 || wait <= 0 || wait > time.Second {
 		t.Fatalf("429 asked for %v (status %d); want a real wait of at most a second for a simulated minute", wait, e.StatusCode)
 	}
+	// The pause is the subject, not a wait for something to happen: a
+	// client that honours retry-after-ms waits that long in real time, and
+	// the test checks that this is enough on the sped-up rate clock (no
+	// event marks a sliding window's end).
 	time.Sleep(wait)
 	if _, err := s.classic.Chat.Completions.New(ctx, limitedParams(100)); err != nil {
 		t.Errorf("after waiting the %v the 429 asked for: %v", wait, err)
