@@ -133,6 +133,9 @@ type Status struct {
 	Reason string `json:"reason,omitempty"`
 	// Deliveries is the Service Bus delivery count of the latest attempt.
 	Deliveries int `json:"deliveries,omitempty"`
+	// MessageID is the Service Bus message of the latest attempt: of two
+	// attempts of one message, the later delivery's status stands.
+	MessageID string `json:"message_id,omitempty"`
 
 	Enqueued time.Time `json:"enqueued,omitzero"`
 	Started  time.Time `json:"started,omitzero"`

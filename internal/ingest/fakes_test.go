@@ -326,7 +326,7 @@ type fixtureOptions struct {
 	llm     func(*azopenai.QueueConfig)
 	ingest  func(*ingest.Options)
 	limiter azopenai.Limiter
-	models  ingest.Models
+	models  func(ingest.Models) ingest.Models // wraps the simulator's client
 }
 
 func newFixture(tb testing.TB, fo fixtureOptions) *fixture {
@@ -366,7 +366,7 @@ func newFixture(tb testing.TB, fo fixtureOptions) *fixture {
 	o := ingest.Options{Rules: rules, Catalog: testCatalog(tb), Tenants: f.tenants, Statuses: f.statuses,
 		Ledger: f.ledger, Models: client, Blobs: f.blobs}
 	if fo.models != nil {
-		o.Models = fo.models
+		o.Models = fo.models(client)
 	}
 	if fo.ingest != nil {
 		fo.ingest(&o)

@@ -145,7 +145,9 @@ func (j *job) run(ctx context.Context) (document.Status, error) {
 	case outcome.Rejected, outcome.Refused:
 		return j.finishEarly(ctx, err)
 	default:
-		j.retrying(ctx, err)
+		if st := j.retrying(ctx, err); j.superseded(st) {
+			return st, nil // a later delivery has the message; this one's failure is moot
+		}
 		return document.Status{}, err
 	}
 }
@@ -183,7 +185,7 @@ func (j *job) process(ctx context.Context) (document.Status, error) {
 	j.opened = true
 	if _, err := j.save(ctx, func(st *document.Status) {
 		st.State, st.Reason, st.Started, st.Finished = document.Processing, "", j.started, time.Time{}
-		st.Deliveries = j.d.DeliveryCount
+		st.Deliveries, st.MessageID = j.d.DeliveryCount, j.d.MessageID
 	}); err != nil {
 		return document.Status{}, err
 	}
@@ -307,6 +309,9 @@ func (j *job) process(ctx context.Context) (document.Status, error) {
 	if err != nil {
 		return document.Status{}, err
 	}
+	if j.superseded(st) {
+		return st, j.standDown(ctx)
+	}
 	j.log.Info().Str("state", string(state)).Int("chunks", j.chunks).Int64("prompt_tokens", st.Usage.PromptTokens).
 		Int64("completion_tokens", st.Usage.CompletionTokens).Int64("throttled", st.Calls.Throttled).
 		Dur("took", st.Duration()).Msg("document processed")
@@ -347,14 +352,18 @@ func (j *job) finishEarly(ctx context.Context, cause error) (document.Status, er
 	if err != nil {
 		return document.Status{}, err
 	}
+	if j.superseded(st) {
+		return st, j.standDown(ctx)
+	}
 	return st, cause
 }
 
 // retrying records a transient failure, best effort: the message is going
 // back to the queue whatever happens here. On the queue's last delivery
 // Service Bus dead-letters the message instead of redelivering it, so the
-// document is recorded dead-lettered, with this failure as the reason.
-func (j *job) retrying(ctx context.Context, cause error) {
+// document is recorded dead-lettered, with this failure as the reason. It
+// returns the status as it stands (zero if it could not be read).
+func (j *job) retrying(ctx context.Context, cause error) document.Status {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	state := document.Retrying
@@ -363,19 +372,20 @@ func (j *job) retrying(ctx context.Context, cause error) {
 		j.log.Warn().Str("reason", reason(cause)).Int("max_delivery_count", limit).
 			Msg("the last delivery failed: the message goes to the dead-letter queue")
 	}
-	_, err := j.save(ctx, func(st *document.Status) {
-		st.State, st.Reason, st.Deliveries = state, reason(cause), j.d.DeliveryCount
+	st, err := j.save(ctx, func(st *document.Status) {
+		st.State, st.Reason, st.Deliveries, st.MessageID = state, reason(cause), j.d.DeliveryCount, j.d.MessageID
 		st.Finished = j.p.o.Now().UTC()
 	})
 	if err != nil {
 		j.log.Warn().Err(err).Str("state", string(state)).Msg("could not record the transient failure")
 	}
+	return st
 }
 
 // finished fills in the outcome of this attempt.
 func (j *job) finished(st *document.Status, state document.State) {
 	st.State, st.Reason = state, ""
-	st.Deliveries = j.d.DeliveryCount
+	st.Deliveries, st.MessageID = j.d.DeliveryCount, j.d.MessageID
 	st.Started, st.Finished = j.started, j.p.o.Now().UTC()
 	st.Chunks, st.TextBytes = j.chunks, j.textBytes
 	st.Usage = j.embedUsage
@@ -388,9 +398,13 @@ func (j *job) finished(st *document.Status, state document.State) {
 
 // save updates the document's status for this version. It writes when the
 // row is this version's, or there is none, or it is an older version's
-// (enqueued before this message); a newer version's row is left alone.
+// (enqueued before this message); a newer version's row is left alone, and
+// so is one a later delivery of this message wrote (see superseded).
 func (j *job) save(ctx context.Context, change func(st *document.Status)) (document.Status, error) {
 	return j.p.o.Statuses.Update(ctx, j.msg.Tenant, j.name.Name, func(st *document.Status, found bool) (bool, error) {
+		if found && j.superseded(*st) {
+			return false, nil
+		}
 		if found && !st.SameVersion(j.msg.ETag) {
 			older := !j.d.EnqueuedTime.IsZero() && !st.Enqueued.After(j.d.EnqueuedTime)
 			if !older && !st.State.Final() {
@@ -406,6 +420,28 @@ func (j *job) save(ctx context.Context, change func(st *document.Status)) (docum
 		change(st)
 		return true, nil
 	})
+}
+
+// superseded reports whether st, this version's status, was written by a
+// later delivery of this message: this one lost its lock (the host gave up
+// on it while it worked) and Service Bus handed the message on. The later
+// delivery owns the outcome; this one's status would be stale (a failure
+// recorded over a success, or an older delivery count).
+func (j *job) superseded(st document.Status) bool {
+	return st.SameVersion(j.msg.ETag) && st.MessageID == j.d.MessageID && st.Deliveries > j.d.DeliveryCount
+}
+
+// standDown ends an attempt that a later delivery superseded after it had
+// metered: its rows go back to unfinished, as the later delivery's meter
+// marks them (it may have run before this one's), so that exactly the
+// delivery whose status stands has finished rows. Its calls were billed and
+// stay in the ledger.
+func (j *job) standDown(ctx context.Context) error {
+	j.log.Info().Msg("a later delivery of this message owns the document's status; this attempt's usage stays, marked abandoned")
+	if err := j.record(ctx, true); err != nil {
+		return fmt.Errorf("mark a superseded attempt abandoned: %w", err)
+	}
+	return nil
 }
 
 // meter records what the model calls of this attempt cost, one row per

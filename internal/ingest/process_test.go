@@ -160,7 +160,7 @@ func (refusingModels) Embed(context.Context, string, []string) (ingest.Embedding
 
 func TestProcess_EmbeddingRefusedWritesNoResult(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fixtureOptions{models: refusingModels{}})
+	f := newFixture(t, fixtureOptions{models: func(m ingest.Models) ingest.Models { return refusingModels{m} }})
 	claim := f.drop(t, "acme/a.txt", prose(2000))
 	st, err := f.deliver(claim.Body, 1)
 	if outcome.Of(err) != outcome.Refused || st.State != document.Refused || st.Result != "" {
