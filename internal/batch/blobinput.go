@@ -26,20 +26,9 @@ var itemOptions = json.JoinOptions(jsonv1.DefaultOptionsV1(), json.RejectUnknown
 // one Item object per line, unknown fields refused, blank lines skipped.
 func (s *Service) blobItems(ctx context.Context, name string) iter.Seq2[Item, error] {
 	return func(yield func(Item, error) bool) {
-		info, err := s.o.Blobs.Stat(ctx, s.o.Containers.Uploads, name)
-		if errors.Is(err, object.ErrNotFound) {
-			yield(Item{}, invalid("input_blob_not_found", "input_blob %q does not exist", clip(name)))
-			return
-		}
-		if err != nil {
-			yield(Item{}, err)
-			return
-		}
-		if info.Size > s.o.MaxInputBytes {
-			yield(Item{}, invalid("too_large", "input_blob is %d bytes; at most %d", info.Size, s.o.MaxInputBytes))
-			return
-		}
-		body, _, err := s.o.Blobs.Open(ctx, s.o.Containers.Uploads, name)
+		// One request: the size is checked from the download's headers,
+		// before a byte of the body is read.
+		body, info, err := s.o.Blobs.Open(ctx, s.o.Containers.Uploads, name)
 		if err != nil {
 			if errors.Is(err, object.ErrNotFound) {
 				err = invalid("input_blob_not_found", "input_blob %q does not exist", clip(name))
@@ -48,6 +37,10 @@ func (s *Service) blobItems(ctx context.Context, name string) iter.Seq2[Item, er
 			return
 		}
 		defer body.Close()
+		if info.Size > s.o.MaxInputBytes {
+			yield(Item{}, invalid("too_large", "input_blob is %d bytes; at most %d", info.Size, s.o.MaxInputBytes))
+			return
+		}
 		br := bufio.NewReaderSize(body, 256<<10)
 		var line []byte
 		for n := 1; ; n++ {
