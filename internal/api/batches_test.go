@@ -27,6 +27,7 @@ import (
 	"github.com/offpath/offpath/internal/invoke"
 	"github.com/offpath/offpath/internal/ledger"
 	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/local/azurite"
 	"github.com/offpath/offpath/internal/tablestore"
 	"github.com/offpath/offpath/internal/tenant"
 	"github.com/offpath/offpath/internal/testing/openapitest"
@@ -69,7 +70,7 @@ func newBatchEnv(t *testing.T) *batchEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := fmt.Sprintf("%d%d", time.Now().UnixNano()%1_000_000_000, seq.Add(1))
+	n := azurite.Suffix()
 	e := &batchEnv{t: t, sim: sim, keys: map[string]string{},
 		jobs: tablestore.NewJobs(svc, "abj"+n, nil), blobs: blobstore.New(bc, blobstore.Options{}),
 		cont: batch.Containers{Inputs: "ain" + n, Results: "ares" + n, Uploads: "aup" + n}}

@@ -5,14 +5,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,8 +49,6 @@ func sharedAzurite(t testing.TB) *azurite.Azurite {
 	t.Helper()
 	return shared.Get(t)
 }
-
-var seq atomic.Int64
 
 const (
 	appContoso = "cccccccc-0000-4000-8000-000000000001"
@@ -107,7 +103,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := fmt.Sprintf("%d%d", time.Now().UnixNano()%1_000_000_000, seq.Add(1))
+	n := azurite.Suffix()
 	e := &env{t: t, tenants: tablestore.NewTenants(svc, "apiten"+n), logs: &syncBuffer{}, keys: map[string]string{}}
 	e.ledger = tablestore.NewLedger(svc, tablestore.LedgerOptions{Table: "apiled" + n, Now: func() time.Time { return now }})
 	b, err := os.ReadFile("../../models.json")

@@ -58,8 +58,6 @@ const (
 // epoch is the simulator's frozen clock at the start of every test.
 var epoch = time.Date(2026, 3, 14, 8, 0, 0, 0, time.UTC)
 
-var seq atomic.Int64
-
 // syncBuffer collects log output from concurrent writers.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -157,7 +155,7 @@ func newEnv(t testing.TB, tweak ...func(*aoaisim.Config)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := fmt.Sprintf("%d%d", time.Now().UnixNano()%1_000_000_000, seq.Add(1))
+	n := azurite.Suffix()
 	b, err := os.ReadFile("../../models.json")
 	if err != nil {
 		t.Fatal(err)

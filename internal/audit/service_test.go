@@ -10,6 +10,7 @@ import (
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/ledger"
+	"github.com/offpath/offpath/internal/local/azurite"
 	"github.com/offpath/offpath/internal/tenant"
 	"github.com/offpath/offpath/internal/testing/poll"
 )
@@ -26,7 +27,7 @@ func TestRun_OffpathJobThroughTheService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := fmt.Sprintf("%d%d", time.Now().UnixNano()%1_000_000_000, seq.Add(1))
+	n := azurite.Suffix()
 	svc, err := batch.New(batch.Options{
 		Jobs: e.tables.jobs, Blobs: blobstore.New(bc, blobstore.Options{}), Azure: e.azure, Ledger: e.tables.ledger,
 		Budgets: ledger.NewBudgets(e.tables.ledger), Catalog: e.catalog, Alerts: e.alerts,

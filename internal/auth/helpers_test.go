@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,8 +23,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-var seq atomic.Int64
-
 // newStore returns a tenant store on a fresh table of the shared Azurite.
 func newStore(tb testing.TB) *tablestore.Tenants {
 	tb.Helper()
@@ -34,7 +31,7 @@ func newStore(tb testing.TB) *tablestore.Tenants {
 
 // tableName is a fresh table name.
 func tableName() string {
-	return fmt.Sprintf("auth%d%d", time.Now().UnixNano()%1_000_000_000, seq.Add(1))
+	return "auth" + azurite.Suffix()
 }
 
 // clock is a settable test clock.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/offpath/offpath/internal/batch"
 	"github.com/offpath/offpath/internal/local/aoaisim"
+	"github.com/offpath/offpath/internal/local/azurite"
 	"github.com/offpath/offpath/internal/tablestore"
 	"github.com/offpath/offpath/internal/webhook"
 )
@@ -69,7 +69,7 @@ func webhookStore(t *testing.T, prefix string) *tablestore.Webhooks {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tablestore.NewWebhooks(tables, fmt.Sprintf("%shooks%d", prefix, time.Now().UnixNano()%1_000_000_000))
+	return tablestore.NewWebhooks(tables, prefix+"hooks"+azurite.Suffix())
 }
 
 // receiveWebhooks registers a receiver as tenant's endpoint (made before

@@ -50,8 +50,6 @@ func TestMain(m *testing.M) {
 
 func sharedAzurite(tb testing.TB) *azurite.Azurite { return shared.Get(tb) }
 
-var seq atomic.Int64
-
 const batchDep = "gpt-4o-mini-batch"
 
 // ledgerStore is what the tests use of a ledger: tablestore's on Azurite,
@@ -159,7 +157,7 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := fmt.Sprintf("%d%d", time.Now().UnixNano()%1_000_000_000, seq.Add(1))
+	n := azurite.Suffix()
 	e := &env{t: t, sim: sim, simURL: ts.URL, azure: client, alerts: &alerttest.Recorder{}, tenants: map[string]tenant.Tenant{},
 		tables: svc, suffix: n, storage: storage,
 		jobs:   tablestore.NewJobs(svc, "bjobs"+n, nil),

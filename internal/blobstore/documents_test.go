@@ -4,16 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 
 	"github.com/offpath/offpath/internal/blobstore"
+	"github.com/offpath/offpath/internal/local/azurite"
 	"github.com/offpath/offpath/internal/object"
 )
 
@@ -26,7 +25,7 @@ func newStore(t *testing.T, blockSize int) (*blobstore.Documents, *azblob.Client
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := fmt.Sprintf("%d%d", time.Now().UnixNano()%1_000_000, seq.Add(1))
+	n := azurite.Suffix()
 	in := "incoming" + n
 	if _, err := client.CreateContainer(context.Background(), in, nil); err != nil {
 		t.Fatal(err)

@@ -9,9 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
@@ -28,8 +26,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-var seq atomic.Int64
-
 // store returns a Store and a container name of its own.
 func store(t *testing.T) (*blobstore.Store, string) {
 	t.Helper()
@@ -37,7 +33,7 @@ func store(t *testing.T) (*blobstore.Store, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return blobstore.New(c, blobstore.Options{BlockSize: 1 << 20}), fmt.Sprintf("c%d%d", time.Now().UnixNano()%1_000_000, seq.Add(1))
+	return blobstore.New(c, blobstore.Options{BlockSize: 1 << 20}), "c" + azurite.Suffix()
 }
 
 func TestStore_WriteWholeOrNothing(t *testing.T) {

@@ -1,11 +1,8 @@
 package ingest_test
 
 import (
-	"fmt"
 	"os"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
@@ -36,9 +33,7 @@ func tables(t *testing.T) *aztables.ServiceClient {
 	return svc
 }
 
-var tableSeq atomic.Int64
-
 // tableName is a table name of its own, starting with prefix.
 func tableName(prefix string) string {
-	return fmt.Sprintf("%s%d%d", prefix, time.Now().UnixNano()%1_000_000, tableSeq.Add(1))
+	return prefix + azurite.Suffix()
 }

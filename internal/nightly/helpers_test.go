@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,8 +38,6 @@ func TestMain(m *testing.M) {
 	apptest.Cleanup()
 	os.Exit(code)
 }
-
-var seq atomic.Int64
 
 // env is the nightly service over a batch service, on Azurite and an
 // in-process simulator, with tables and containers of its own.
@@ -97,7 +94,7 @@ func newEnvOn(t testing.TB, conn string, linesPerMinute float64) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := fmt.Sprintf("%d%d", time.Now().UnixNano()%1_000_000_000, seq.Add(1))
+	n := azurite.Suffix()
 	e := &env{t: t, sim: sim, blobs: bc, store: blobstore.New(bc, blobstore.Options{}), alerts: &alerttest.Recorder{},
 		jobs:    tablestore.NewJobs(tables, "njobs"+n, nil),
 		ledger:  tablestore.NewLedger(tables, tablestore.LedgerOptions{Table: "nled" + n}),

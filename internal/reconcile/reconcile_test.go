@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,8 +34,6 @@ func TestMain(m *testing.M) {
 	apptest.Cleanup()
 	os.Exit(code)
 }
-
-var seq atomic.Int64
 
 const (
 	resource  = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.CognitiveServices/accounts/aoai"
@@ -103,7 +100,7 @@ func newEnvWith(t *testing.T, hour time.Time, shape aoaisim.MetricsConfig, opts 
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := fmt.Sprintf("%d%d", time.Now().UnixNano()%1_000_000_000, seq.Add(1))
+	n := azurite.Suffix()
 	e.ledger = tablestore.NewLedger(svc, tablestore.LedgerOptions{Table: "rled" + n, Now: e.clock.Now})
 	tenants := tablestore.NewTenants(svc, "rten"+n)
 	if err := tenants.Create(context.Background(), tenant.New(tenantID, "Contoso", time.Now())); err != nil {

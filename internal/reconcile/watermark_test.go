@@ -3,10 +3,10 @@ package reconcile_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
+	"github.com/offpath/offpath/internal/local/azurite"
 	"github.com/offpath/offpath/internal/reconcile"
 	"github.com/offpath/offpath/internal/tablestore"
 )
@@ -19,7 +19,7 @@ func TestReconcile_Watermark(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
-	wm := tablestore.NewWatermark(e.svc, fmt.Sprintf("rwm%d", seq.Add(1)), "reconcile")
+	wm := tablestore.NewWatermark(e.svc, "rwm"+azurite.Suffix(), "reconcile")
 	o := e.opts
 	o.Watermark, o.MaxHours = wm, 4
 	rec, err := reconcile.New(o)

@@ -1,10 +1,8 @@
 package tablestore_test
 
 import (
-	"fmt"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,8 +27,6 @@ func sharedAzurite(tb testing.TB) *azurite.Azurite {
 	return shared.Get(tb)
 }
 
-var tableSeq atomic.Int64
-
 // tableName returns a unique table name (letters and digits) for the test.
 func tableName(tb testing.TB, kind string) string {
 	tb.Helper()
@@ -44,7 +40,7 @@ func tableName(tb testing.TB, kind string) string {
 	if len(base) > 40 {
 		base = base[len(base)-40:]
 	}
-	return fmt.Sprintf("t%s%s%d%d", kind, base, time.Now().UnixNano()%1_000_000, tableSeq.Add(1))
+	return "t" + kind + base + azurite.Suffix()
 }
 
 func service(tb testing.TB) *aztables.ServiceClient {

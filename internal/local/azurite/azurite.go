@@ -18,10 +18,21 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 )
+
+// names numbers the names Suffix gives in this process.
+var names atomic.Int64
+
+// Suffix is a name part no other test of the process gets, letters-free
+// digits that table and container names both allow: tests that share an
+// Azurite keep apart by the table and container names they make with it.
+func Suffix() string {
+	return fmt.Sprintf("%d%d", time.Now().UnixNano()%1_000_000_000, names.Add(1))
+}
 
 // Account and Key are Azurite's well-known development account credentials.
 const (

@@ -1,10 +1,8 @@
 package memstore_test
 
 import (
-	"fmt"
 	"os"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,8 +21,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-var seq atomic.Int64
-
 // tables returns a table service client of the shared Azurite and a fresh
 // table name.
 func tables(t *testing.T, prefix string) (*aztables.ServiceClient, string) {
@@ -33,7 +29,7 @@ func tables(t *testing.T, prefix string) (*aztables.ServiceClient, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return svc, fmt.Sprintf("%s%d%d", prefix, time.Now().UnixNano()%1_000_000_000, seq.Add(1))
+	return svc, prefix + azurite.Suffix()
 }
 
 // clock is a settable clock.
