@@ -65,7 +65,7 @@ func (s *Documents) Get(ctx context.Context, partition, name string) (document.S
 
 // Put writes st as the status of the document name, replacing any.
 func (s *Documents) Put(ctx context.Context, name string, st document.Status) (document.Status, error) {
-	return s.write(ctx, name, st, upsert, "")
+	return s.write(ctx, name, st, "", true)
 }
 
 // Update reads the status of name, lets change edit it (found is false
@@ -92,11 +92,7 @@ func (s *Documents) Update(ctx context.Context, partition, name string, change f
 		if cmp.Or(st.Tenant, document.Unattributed) != partition {
 			return document.Status{}, fmt.Errorf("update document status: partition %q, status of tenant %q", partition, st.Tenant)
 		}
-		mode := insert
-		if found {
-			mode = replace
-		}
-		out, err := s.write(ctx, name, st, mode, version)
+		out, err := s.write(ctx, name, st, version, false) // a new row when none was found
 		if err == nil {
 			return out, nil
 		}
@@ -220,16 +216,10 @@ func cursorKey(k string) bool {
 	return true
 }
 
-type writeMode int
-
-const (
-	upsert  writeMode = iota // whatever is there
-	insert                   // only if there is no row
-	replace                  // only if the row is still at version
-)
-
-// write stores st under name.
-func (s *Documents) write(ctx context.Context, name string, st document.Status, mode writeMode, version string) (document.Status, error) {
+// write stores st under name: over whatever is there when upsert, else
+// as table.save does (a new row when version is "", otherwise only over
+// the row at that version).
+func (s *Documents) write(ctx context.Context, name string, st document.Status, version string, upsert bool) (document.Status, error) {
 	if err := s.t.ensure(ctx); err != nil {
 		return document.Status{}, err
 	}
@@ -238,26 +228,16 @@ func (s *Documents) write(ctx context.Context, name string, st document.Status, 
 	if err != nil {
 		return document.Status{}, err
 	}
-	var etag azcore.ETag
-	switch mode {
-	case upsert:
+	if upsert {
 		var r aztables.UpsertEntityResponse
 		r, err = s.t.client.UpsertEntity(ctx, row, &aztables.UpsertEntityOptions{UpdateMode: aztables.UpdateModeReplace})
-		etag = r.ETag
-	case insert:
-		var r aztables.AddEntityResponse
-		r, err = s.t.client.AddEntity(ctx, row, nil)
-		etag = r.ETag
-	case replace:
-		v := azcore.ETag(version)
-		var r aztables.UpdateEntityResponse
-		r, err = s.t.client.UpdateEntity(ctx, row, &aztables.UpdateEntityOptions{IfMatch: &v, UpdateMode: aztables.UpdateModeReplace})
-		etag = r.ETag
+		st.Version = string(r.ETag)
+	} else {
+		st.Version, _, err = s.t.save(ctx, row, version)
 	}
 	if err != nil {
 		return document.Status{}, fmt.Errorf("write document status: %w", err)
 	}
-	st.Version = string(etag)
 	return st, nil
 }
 
