@@ -104,8 +104,17 @@ func (p *Processor) Process(ctx context.Context, d Delivery) (st document.Status
 		log.Info().Str("state", string(st.State)).Msg("this version is processed already; nothing to do")
 		return st, nil
 	}
+	if err == nil && superseded(st, msg.ETag, d) {
+		owner = "" // the later delivery is counted
+		log.Info().Int("status_delivery", st.Deliveries).Msg("a later delivery of this message has the document; nothing to do")
+		return st, nil
+	}
 	j := &job{p: p, msg: msg, name: name, d: d, log: log, started: p.o.Now().UTC()}
-	return j.run(ctx)
+	st, err = j.run(ctx)
+	if j.stoodDown {
+		owner = "" // the later delivery is counted
+	}
+	return st, err
 }
 
 // rejectMessage records a claim check that names no document it may
@@ -134,6 +143,7 @@ type job struct {
 	embedModel  string
 	refusedAt   string // deployment whose refusal ended or marked the job
 	opened      bool   // the blob matched the claim check's ETag
+	stoodDown   bool   // a later delivery of the message superseded this one
 }
 
 func (j *job) run(ctx context.Context) (document.Status, error) {
@@ -146,7 +156,8 @@ func (j *job) run(ctx context.Context) (document.Status, error) {
 		return j.finishEarly(ctx, err)
 	default:
 		if st := j.retrying(ctx, err); j.superseded(st) {
-			return st, nil // a later delivery has the message; this one's failure is moot
+			j.stoodDown = true // a later delivery has the message; this one's failure is moot
+			return st, nil
 		}
 		return document.Status{}, err
 	}
@@ -183,11 +194,16 @@ func (j *job) process(ctx context.Context) (document.Status, error) {
 	}
 	defer body.Close()
 	j.opened = true
-	if _, err := j.save(ctx, func(st *document.Status) {
+	st, err := j.save(ctx, func(st *document.Status) {
 		st.State, st.Reason, st.Started, st.Finished = document.Processing, "", j.started, time.Time{}
 		st.Deliveries, st.MessageID = j.d.DeliveryCount, j.d.MessageID
-	}); err != nil {
+	})
+	if err != nil {
 		return document.Status{}, err
+	}
+	if j.superseded(st) { // a later delivery started since Process read the status
+		j.stoodDown = true
+		return st, nil
 	}
 
 	x, err := extract.New(kind, body, extract.Options{MaxInputBytes: p.o.Rules.Policy().MaxDocumentBytes})
@@ -299,7 +315,7 @@ func (j *job) process(ctx context.Context) (document.Status, error) {
 	}); err != nil {
 		return document.Status{}, err
 	}
-	st, err := j.save(ctx, func(st *document.Status) {
+	st, err = j.save(ctx, func(st *document.Status) {
 		j.finished(st, state)
 		st.Result = p.o.ResultsContainer + "/" + j.resultName()
 		if summaryRefusal != nil {
@@ -422,14 +438,17 @@ func (j *job) save(ctx context.Context, change func(st *document.Status)) (docum
 	})
 }
 
-// superseded reports whether st, this version's status, was written by a
-// later delivery of this message: this one lost its lock (the host gave up
-// on it while it worked) and Service Bus handed the message on. The later
-// delivery owns the outcome; this one's status would be stale (a failure
-// recorded over a success, or an older delivery count).
-func (j *job) superseded(st document.Status) bool {
-	return st.SameVersion(j.msg.ETag) && st.MessageID == j.d.MessageID && st.Deliveries > j.d.DeliveryCount
+// superseded reports whether st, the status of the version etag, was
+// written by a later delivery of d's message: d lost its lock (the host
+// gave up on it while it worked, or it came late) and Service Bus handed
+// the message on. The later delivery owns the outcome; d's status would be
+// stale (a failure recorded over a success, or an older delivery count).
+func superseded(st document.Status, etag string, d Delivery) bool {
+	return st.SameVersion(etag) && st.MessageID == d.MessageID && st.Deliveries > d.DeliveryCount
 }
+
+// superseded is superseded for this delivery.
+func (j *job) superseded(st document.Status) bool { return superseded(st, j.msg.ETag, j.d) }
 
 // standDown ends an attempt that a later delivery superseded after it had
 // metered: its rows go back to unfinished, as the later delivery's meter
@@ -437,6 +456,7 @@ func (j *job) superseded(st document.Status) bool {
 // delivery whose status stands has finished rows. Its calls were billed and
 // stay in the ledger.
 func (j *job) standDown(ctx context.Context) error {
+	j.stoodDown = true
 	j.log.Info().Msg("a later delivery of this message owns the document's status; this attempt's usage stays, marked abandoned")
 	if err := j.record(ctx, true); err != nil {
 		return fmt.Errorf("mark a superseded attempt abandoned: %w", err)

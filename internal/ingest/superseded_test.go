@@ -59,7 +59,9 @@ func TestProcess_SupersededDeliveryStandsDown(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			var held *heldSummary
-			f := newFixture(t, fixtureOptions{models: func(m ingest.Models) ingest.Models { held = newHeldSummary(m); return held }})
+			counts := &countedOutcomes{m: map[string]int{}}
+			f := newFixture(t, fixtureOptions{models: func(m ingest.Models) ingest.Models { held = newHeldSummary(m); return held },
+				ingest: func(o *ingest.Options) { o.Outcomes = counts }})
 			claim := f.drop(t, "acme/held.txt", prose(3000))
 			type result struct {
 				st  document.Status
@@ -83,6 +85,9 @@ func TestProcess_SupersededDeliveryStandsDown(t *testing.T) {
 			if err != nil || got.State != document.Done || got.Deliveries != 2 {
 				t.Errorf("status = %s of delivery %d, %v; want done by delivery 2", got.State, got.Deliveries, err)
 			}
+			if n := counts.get("acme done"); n != 1 || len(counts.m) != 1 {
+				t.Errorf("outcomes counted %v, want the later delivery's done once", counts.m)
+			}
 			metered := map[string][2]int64{}
 			for _, e := range f.ledger.entries() {
 				m := metered[e.Deployment]
@@ -100,5 +105,51 @@ func TestProcess_SupersededDeliveryStandsDown(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestProcess_LateStaleDeliveryDoesNothing: a delivery that starts after a
+// later delivery of its message has taken the document stops before any
+// model call, writes nothing and is not counted; the later one finishes.
+func TestProcess_LateStaleDeliveryDoesNothing(t *testing.T) {
+	t.Parallel()
+	var held *heldSummary
+	counts := &countedOutcomes{m: map[string]int{}}
+	f := newFixture(t, fixtureOptions{models: func(m ingest.Models) ingest.Models { held = newHeldSummary(m); return held },
+		ingest: func(o *ingest.Options) { o.Outcomes = counts }})
+	claim := f.drop(t, "acme/late.txt", prose(3000))
+	second := make(chan error, 1)
+	go func() {
+		_, err := f.deliver(claim.Body, 2)
+		second <- err
+	}()
+	<-held.held // delivery 2 is processing, inside its summary call
+	calls := func() (n int64) {
+		for _, d := range f.sim.Stats().Deployments {
+			n += d.Requests
+		}
+		return n
+	}
+	before, rows := calls(), len(f.ledger.entries())
+	st, err := f.deliver(claim.Body, 1)
+	if err != nil || st.State != document.Processing || st.Deliveries != 2 {
+		t.Errorf("the late stale delivery returned %s of delivery %d, %v; want delivery 2's processing status", st.State, st.Deliveries, err)
+	}
+	if n := calls(); n != before {
+		t.Errorf("the late stale delivery made %d model calls", n-before)
+	}
+	if n := len(f.ledger.entries()); n != rows {
+		t.Errorf("the late stale delivery wrote %d ledger rows", n-rows)
+	}
+	held.release <- nil
+	if err := <-second; err != nil {
+		t.Fatalf("second delivery: %v", err)
+	}
+	got, err := f.statuses.Get(context.Background(), "acme", "acme/late.txt")
+	if err != nil || got.State != document.Done || got.Deliveries != 2 {
+		t.Errorf("status = %s of delivery %d, %v; want done by delivery 2", got.State, got.Deliveries, err)
+	}
+	if n := counts.get("acme done"); n != 1 || len(counts.m) != 1 {
+		t.Errorf("outcomes counted %v, want the later delivery's done once", counts.m)
 	}
 }
