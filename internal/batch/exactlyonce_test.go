@@ -153,7 +153,7 @@ func TestExactlyOnce_CrashMidHarvest(t *testing.T) {
 				if mid.Parts[0].Copied || mid.Lease.Owner == "" || e.ledger.records[unit] != 0 {
 					t.Fatalf("after a crash mid-pass: copied %v, lease %+v, %d ledger writes; want no copy recorded, a dead poller's lease, no ledger write", mid.Parts[0].Copied, mid.Lease, e.ledger.records[unit])
 				}
-				results := j.Tenant + "/" + j.ID + "/part-0.results.jsonl"
+				results := j.Tenant + "/" + j.ID + "/part-0.results.jsonl.gz"
 				if _, err := e.blobs.Stat(context.Background(), e.cont.Results, results); !errors.Is(err, object.ErrNotFound) {
 					t.Errorf("results file after a crash mid-pass: %v, want none committed", err)
 				}

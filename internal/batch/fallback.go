@@ -112,7 +112,7 @@ func (s *Service) fallback(ctx context.Context, j Job, i int, owner string) (Job
 func (s *Service) fallbackLines(ctx context.Context, j *Job, p *Part) ([]int, int64, error) {
 	var lines []int
 	var fromBatch int64
-	err := s.eachResult(ctx, resultsBlob(j, p), func(l *ResultLine) error {
+	err := s.eachResult(ctx, p.ResultsBlob, func(l *ResultLine) error {
 		if rerun(l.Outcome) {
 			lines = append(lines, l.Line)
 		} else {
@@ -129,9 +129,9 @@ func (s *Service) fallbackLines(ctx context.Context, j *Job, p *Part) ([]int, in
 
 // eachResult calls fn for each line of a results blob.
 func (s *Service) eachResult(ctx context.Context, blob string, fn func(l *ResultLine) error) error {
-	r, _, err := s.o.Blobs.Open(ctx, s.o.Containers.Results, blob)
+	r, err := s.openResults(ctx, blob)
 	if err != nil {
-		return fmt.Errorf("open results %s: %w", blob, err)
+		return err
 	}
 	defer r.Close()
 	br := bufio.NewReaderSize(r, 256<<10)

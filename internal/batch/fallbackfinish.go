@@ -20,7 +20,7 @@ import (
 // cleanup deletes, tick after tick until it can.
 func (s *Service) finishFallback(ctx context.Context, j Job, i int, owner string, items int, fromBatch int64) (Job, error) {
 	p := j.Parts[i]
-	name := partBlob(&j, p.Index, "combined.jsonl")
+	name := partBlob(&j, p.Index, "combined.jsonl.gz")
 	w, err := s.o.Blobs.Create(ctx, s.o.Containers.Results, name, nil)
 	if err != nil {
 		return j, err
@@ -41,10 +41,9 @@ func (s *Service) finishFallback(ctx context.Context, j Job, i int, owner string
 			aw.Abort(errors.New("combine failed"))
 		}
 	}()
-	bw, abw := bufio.NewWriterSize(w, 256<<10), bufio.NewWriterSize(aw, 256<<10)
-	out := newResultWriter(bw)
+	out, abw := newResultWriter(w), bufio.NewWriterSize(aw, 256<<10)
 	var counts Counts
-	err = s.eachResult(ctx, resultsBlob(&j, &p), func(l *ResultLine) error {
+	err = s.eachResult(ctx, p.ResultsBlob, func(l *ResultLine) error {
 		if rerun(l.Outcome) {
 			kept, err := s.keptAnswer(ctx, &j, &p, l.Line)
 			if err != nil {
@@ -72,8 +71,8 @@ func (s *Service) finishFallback(ctx context.Context, j Job, i int, owner string
 	if err != nil {
 		return j, err
 	}
-	if err := bw.Flush(); err != nil {
-		return j, fmt.Errorf("write results: %w", err)
+	if err := out.close(); err != nil {
+		return j, err
 	}
 	if err := abw.Flush(); err != nil {
 		return j, fmt.Errorf("write answers: %w", err)

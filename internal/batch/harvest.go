@@ -234,7 +234,7 @@ func allHarvested(j *Job) bool {
 	return true
 }
 
-func resultsBlob(j *Job, p *Part) string { return partBlob(j, p.Index, "results.jsonl") }
+func resultsBlob(j *Job, p *Part) string { return partBlob(j, p.Index, "results.jsonl.gz") }
 
 // record writes the part's usage to the ledger under a key derived from
 // the job and the part.

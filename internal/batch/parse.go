@@ -1,7 +1,6 @@
 package batch
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -142,8 +141,7 @@ func (s *Service) parse(ctx context.Context, j *Job, p *Part, files []partFile) 
 			}
 		}
 	}()
-	bw := bufio.NewWriterSize(w, 256<<10)
-	out := newResultWriter(bw)
+	out := newResultWriter(w)
 	seen := make([]bool, p.Lines)
 	for _, f := range files {
 		r, done, err := f.open()
@@ -165,8 +163,8 @@ func (s *Service) parse(ctx context.Context, j *Job, p *Part, files []partFile) 
 	if err := writeMissing(s.indexReader(ctx, j, p), p, seen, out, &sum); err != nil {
 		return sum, nil, err
 	}
-	if err := bw.Flush(); err != nil {
-		return sum, nil, fmt.Errorf("write results: %w", err)
+	if err := out.close(); err != nil {
+		return sum, nil, err
 	}
 	ok = true
 	// Each commit is a request or two of its own: they go at once.

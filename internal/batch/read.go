@@ -81,7 +81,7 @@ func (s *Service) Results(ctx context.Context, tenantID, id string) (r io.ReadCl
 	}
 	// Open the first now, so that a storage failure is an error rather
 	// than a truncated body.
-	first, _, err := s.o.Blobs.Open(ctx, s.o.Containers.Results, blobs[0])
+	first, err := s.openResults(ctx, blobs[0])
 	if err != nil {
 		return nil, j, false, err
 	}
@@ -102,7 +102,7 @@ func (c *concat) Read(p []byte) (int, error) {
 			if len(c.rest) == 0 {
 				return 0, io.EOF
 			}
-			body, _, err := c.s.o.Blobs.Open(c.ctx, c.s.o.Containers.Results, c.rest[0])
+			body, err := c.s.openResults(c.ctx, c.rest[0])
 			if err != nil {
 				return 0, err
 			}

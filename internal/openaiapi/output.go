@@ -241,12 +241,16 @@ type unansweredLine struct {
 // writeUnanswered writes, from the harvest's per-item results, a line for
 // each request no copied file mentions.
 func (s *Server) writeUnanswered(ctx context.Context, resultsBlob string, seen []bool, out *bufio.Writer) error {
-	body, _, err := s.o.Blobs.Open(ctx, s.o.Containers.Results, resultsBlob)
+	stored, _, err := s.o.Blobs.Open(ctx, s.o.Containers.Results, resultsBlob)
 	if err != nil {
 		return fmt.Errorf("open results: %w", err)
 	}
+	body, err := batch.OpenResultsFile(stored)
+	if err != nil {
+		return err
+	}
 	defer body.Close()
-	dec := json.NewDecoder(bufio.NewReaderSize(body, 256<<10))
+	dec := json.NewDecoder(body)
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
 	for {
