@@ -105,7 +105,7 @@ func (e *simEnv) client(t testing.TB, cfg azopenai.BatchConfig) *azopenai.BatchC
 type input struct {
 	path  string
 	part  batchfile.Part
-	index *batchfile.Index
+	index *batchfile.IndexReader
 	refs  map[string]batchfile.Item // custom_id → item
 }
 
@@ -150,15 +150,18 @@ func writeInput(t testing.TB, dir, job, deployment string, items []batchfile.Ite
 			t.Fatalf("close: %v", err)
 		}
 	}
-	idx := batchfile.NewIndex()
-	f, err := os.Open(ix)
-	if err != nil {
-		t.Fatalf("open index: %v", err)
-	}
-	defer f.Close()
-	if err := idx.Load(f); err != nil {
-		t.Fatalf("load index: %v", err)
-	}
+	idx := batchfile.NewIndexReader(job, 0, func(off int64) (io.ReadCloser, error) {
+		f, err := os.Open(ix)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := f.Seek(off, io.SeekStart); err != nil {
+			f.Close()
+			return nil, err
+		}
+		return f, nil
+	})
+	t.Cleanup(func() { idx.Close() })
 	return input{path: in, part: parts[0], index: idx, refs: refs}
 }
 

@@ -64,7 +64,7 @@ func TestLifecycle(t *testing.T) {
 			var sum ledger.Usage
 			var order []string
 			for _, res := range slices.Concat(out, errs) {
-				entry, err := in.index.Resolve(res.CustomID)
+				_, entry, err := in.index.Resolve(res.CustomID)
 				if err != nil {
 					t.Fatalf("Resolve(%q): %v", res.CustomID, err)
 				}
@@ -157,7 +157,7 @@ func TestCancel_PartialOutput(t *testing.T) {
 		t.Fatalf("cancelled batch %+v with %d output lines, want partial output matching request_counts", b, len(out))
 	}
 	for _, res := range out {
-		if _, err := in.index.Resolve(res.CustomID); err != nil || res.Outcome != batchfile.OK {
+		if _, _, err := in.index.Resolve(res.CustomID); err != nil || res.Outcome != batchfile.OK {
 			t.Errorf("partial line %s: %v %v", res.CustomID, res.Outcome, err)
 		}
 	}
@@ -195,7 +195,7 @@ func TestExpired_PartialOutput(t *testing.T) {
 		if res.Outcome != batchfile.Failed || res.Code != "batch_expired" || res.StatusCode != 0 {
 			t.Errorf("error line = %+v, want failed batch_expired", res)
 		}
-		if _, err := in.index.Resolve(res.CustomID); err != nil {
+		if _, _, err := in.index.Resolve(res.CustomID); err != nil {
 			t.Errorf("Resolve(%s): %v", res.CustomID, err)
 		}
 	}

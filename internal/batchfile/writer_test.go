@@ -265,22 +265,22 @@ func TestIndex_JoinsHostileItemIDs(t *testing.T) {
 	if _, err := w.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	idx := batchfile.NewIndex()
+	var opens int
+	readers := make([]*batchfile.IndexReader, len(p.indexes))
 	for i, buf := range p.indexes {
-		if err := idx.Load(bytes.NewReader(buf.Bytes())); err != nil {
-			t.Fatalf("Load index %d: %v", i, err)
-		}
-	}
-	if idx.Len() != len(want) {
-		t.Fatalf("index has %d entries, want %d", idx.Len(), len(want))
+		readers[i] = batchfile.NewIndexReader("job1", i, opener(buf.Bytes(), &opens))
 	}
 	seen := map[string]bool{}
 	for i := len(ids) - 1; i >= 0; i-- {
-		got, err := idx.Resolve(ids[i])
+		ref, err := batchfile.ParseCustomID(ids[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		line, got, err := readers[ref.Part].Resolve(ids[i])
 		if err != nil {
 			t.Fatalf("Resolve(%q): %v", ids[i], err)
 		}
-		if got != want[ids[i]] {
+		if line != ref.Line || got != want[ids[i]] {
 			t.Errorf("Resolve(%q) = %+q, want %+q", ids[i], got, want[ids[i]])
 		}
 		seen[ids[i]] = true
@@ -313,10 +313,8 @@ func TestIndex_DetectsForeignEntries(t *testing.T) {
 	if _, err := w.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	idx := batchfile.NewIndex()
-	if err := idx.Load(bytes.NewReader(p.indexes[0].Bytes())); err != nil {
-		t.Fatalf("Load: %v", err)
-	}
+	var opens int
+	idx := batchfile.NewIndexReader("job1", 0, opener(p.indexes[0].Bytes(), &opens))
 	other, _ := batchfile.NewRef("job1", 0, 0, "t", "another item")
 	for id, want := range map[string]error{
 		other.String():          batchfile.ErrCheckMismatch,
@@ -324,13 +322,13 @@ func TestIndex_DetectsForeignEntries(t *testing.T) {
 		"job2.0.0." + ref.Check: batchfile.ErrNotIndexed,
 		"not a custom id":       batchfile.ErrCustomID,
 	} {
-		if _, err := idx.Resolve(id); !errors.Is(err, want) {
+		if _, _, err := idx.Resolve(id); !errors.Is(err, want) {
 			t.Errorf("Resolve(%q) error = %v, want %v", id, err, want)
 		}
 	}
 	tampered := bytes.Replace(p.indexes[0].Bytes(), []byte(`"item_id":"i"`), []byte(`"item_id":"j"`), 1)
-	if err := batchfile.NewIndex().Load(bytes.NewReader(tampered)); !errors.Is(err, batchfile.ErrCheckMismatch) {
-		t.Errorf("Load(tampered) error = %v, want ErrCheckMismatch", err)
+	if _, _, err := batchfile.NewIndexReader("job1", 0, opener(tampered, &opens)).Lookup(0); !errors.Is(err, batchfile.ErrCheckMismatch) {
+		t.Errorf("Lookup in a tampered index: %v, want ErrCheckMismatch", err)
 	}
 }
 

@@ -123,18 +123,15 @@ func (s *Server) writeOutput(ctx context.Context, j *batch.Job, kind fileKind, n
 }
 
 func (s *Server) writePart(ctx context.Context, j *batch.Job, p *batch.Part, kind fileKind, out *bufio.Writer) error {
-	idx := batchfile.NewIndex()
-	if p.IndexBlob != "" {
-		body, _, err := s.o.Blobs.Open(ctx, s.o.Containers.Inputs, p.IndexBlob)
-		if err != nil {
-			return fmt.Errorf("open index: %w", err)
+	// The index is read beside the copies, never whole: its memory is
+	// the reader's window, whatever the number of lines.
+	idx := batchfile.NewIndexReader(j.ID, p.Index, func(off int64) (io.ReadCloser, error) {
+		if p.IndexBlob == "" {
+			return io.NopCloser(strings.NewReader("")), nil
 		}
-		err = idx.Load(body)
-		body.Close()
-		if err != nil {
-			return fmt.Errorf("load index: %w", err)
-		}
-	}
+		return s.o.Blobs.OpenAt(ctx, s.o.Containers.Inputs, p.IndexBlob, off)
+	})
+	defer idx.Close()
 	seen := make([]bool, p.Lines)
 	for _, c := range p.Copies {
 		// Azure's output and error files go whole to their kind; the
@@ -164,7 +161,7 @@ func (s *Server) writePart(ctx context.Context, j *batch.Job, p *batch.Part, kin
 // copyLines reads one copied file of batch output lines, marking each
 // line's request seen and, if write says so for its status code, writing
 // it with the caller's custom_id.
-func (s *Server) copyLines(ctx context.Context, blob string, idx *batchfile.Index, seen []bool, write func(status int) bool, out *bufio.Writer) error {
+func (s *Server) copyLines(ctx context.Context, blob string, idx *batchfile.IndexReader, seen []bool, write func(status int) bool, out *bufio.Writer) error {
 	body, _, err := s.o.Blobs.Open(ctx, s.o.Containers.Results, blob)
 	if err != nil {
 		return fmt.Errorf("open copy: %w", err)
@@ -192,13 +189,17 @@ func (s *Server) copyLines(ctx context.Context, blob string, idx *batchfile.Inde
 		}
 		_ = json.Unmarshal(line, &head)
 		keep := write(head.Response.StatusCode)
-		if e, rerr := idx.Resolve(head.CustomID); rerr == nil {
-			if ref, perr := batchfile.ParseCustomID(head.CustomID); perr == nil && ref.Line < len(seen) {
-				seen[ref.Line] = true
+		at, e, rerr := idx.Resolve(head.CustomID)
+		switch {
+		case rerr == nil:
+			if at < len(seen) {
+				seen[at] = true
 			}
 			if keep {
 				line = replaceCustomID(line, head.CustomID, e.ItemID)
 			}
+		case !errors.Is(rerr, batchfile.ErrNotIndexed) && !errors.Is(rerr, batchfile.ErrCheckMismatch) && !errors.Is(rerr, batchfile.ErrCustomID):
+			return fmt.Errorf("index: %w", rerr) // unreadable, not a foreign line
 		}
 		if !keep {
 			continue

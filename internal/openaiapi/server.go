@@ -43,6 +43,7 @@ type Batches interface {
 type Blobs interface {
 	Create(ctx context.Context, container, name string, metadata map[string]string) (object.Writer, error)
 	Open(ctx context.Context, container, name string) (io.ReadCloser, object.Info, error)
+	OpenAt(ctx context.Context, container, name string, offset int64) (io.ReadCloser, error)
 	Stat(ctx context.Context, container, name string) (object.Info, error)
 	Delete(ctx context.Context, container, name string) error
 	List(ctx context.Context, container, prefix string) ([]string, error)
