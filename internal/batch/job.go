@@ -200,7 +200,9 @@ type Part struct {
 	Copies []FileCopy `json:"copies,omitempty"`
 	// OutputLost: Azure no longer had the files when they were copied.
 	OutputLost bool `json:"output_lost,omitempty"`
-	// ResultsBlob is the per-item results file, in the results container.
+	// ResultsBlob is the per-item results file, in the results container:
+	// gzip-compressed JSON lines (plain in parts harvested before), read
+	// through OpenResultsFile.
 	ResultsBlob string       `json:"results_blob,omitempty"`
 	HarvestedAt time.Time    `json:"harvested_at,omitzero"`
 	Counts      Counts       `json:"counts"`
