@@ -89,21 +89,19 @@ func (r *resultWriter) close() error {
 // gzip's magic bytes). Closing it closes body.
 func OpenResultsFile(body io.ReadCloser) (io.ReadCloser, error) {
 	br := bufio.NewReaderSize(body, 64<<10)
-	if magic, _ := br.Peek(2); len(magic) < 2 || magic[0] != 0x1f || magic[1] != 0x8b {
-		return struct {
-			io.Reader
-			io.Closer
-		}{br, body}, nil
-	}
-	gz, err := gzip.NewReader(br)
-	if err != nil {
-		body.Close()
-		return nil, fmt.Errorf("read results: %w", err)
+	var r io.Reader = br
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		gz, err := gzip.NewReader(br)
+		if err != nil {
+			body.Close()
+			return nil, fmt.Errorf("read results: %w", err)
+		}
+		r = gz
 	}
 	return struct {
 		io.Reader
 		io.Closer
-	}{gz, body}, nil
+	}{r, body}, nil
 }
 
 // openResults opens a stored results file as JSON lines.
