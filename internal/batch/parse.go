@@ -188,11 +188,20 @@ func (s *Service) parse(ctx context.Context, j *Job, p *Part, files []partFile) 
 
 // indexReader reads the part's index from platform storage.
 func (s *Service) indexReader(ctx context.Context, j *Job, p *Part) *batchfile.IndexReader {
-	return batchfile.NewIndexReader(j.ID, p.Index, func(off int64) (io.ReadCloser, error) {
+	return p.IndexReader(j.ID, func(blob string, off int64) (io.ReadCloser, error) {
+		return s.o.Blobs.OpenAt(ctx, s.o.Containers.Inputs, blob, off)
+	})
+}
+
+// IndexReader reads the index of part p of job through openAt, which
+// opens the index blob (in the inputs container) from a byte offset. A
+// part without an index blob reads as an empty index.
+func (p *Part) IndexReader(job string, openAt func(blob string, offset int64) (io.ReadCloser, error)) *batchfile.IndexReader {
+	return batchfile.NewIndexReader(job, p.Index, func(off int64) (io.ReadCloser, error) {
 		if p.IndexBlob == "" {
 			return io.NopCloser(strings.NewReader("")), nil
 		}
-		return s.o.Blobs.OpenAt(ctx, s.o.Containers.Inputs, p.IndexBlob, off)
+		return openAt(p.IndexBlob, off)
 	})
 }
 

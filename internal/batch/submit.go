@@ -7,10 +7,12 @@ import (
 	"io"
 	"iter"
 	"strconv"
+	"sync"
 
 	"github.com/rs/zerolog"
 
 	"github.com/offpath/offpath/internal/batchfile"
+	"github.com/offpath/offpath/internal/object"
 	"github.com/offpath/offpath/internal/tenant"
 )
 
@@ -137,20 +139,20 @@ func inputPrefix(j *Job) string { return j.Tenant + "/" + j.ID + "/" }
 // fills job.Parts and job.Items. It returns the completion-token allowance
 // of the items.
 func (s *Service) writeInput(ctx context.Context, job *Job, r *Request, deployment string) (int64, error) {
-	var cur [2]interface {
-		io.Writer
-		Close() error
-		Abort(error)
-	}
+	var cur [2]object.Writer // the part's input and index
+	// closeCur commits the part and its index side by side: each Close
+	// sends what is left of its blob (all of an index smaller than a block).
 	closeCur := func() error {
-		var errs []error
+		var errs [len(cur)]error
+		var wg sync.WaitGroup
 		for i, w := range cur {
 			if w != nil {
-				errs = append(errs, w.Close())
-				cur[i] = nil
+				wg.Go(func() { errs[i] = w.Close() })
 			}
 		}
-		return errors.Join(errs...)
+		wg.Wait()
+		cur = [len(cur)]object.Writer{}
+		return errors.Join(errs[:]...)
 	}
 	defer func() {
 		for _, w := range cur {

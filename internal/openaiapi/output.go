@@ -125,11 +125,8 @@ func (s *Server) writeOutput(ctx context.Context, j *batch.Job, kind fileKind, n
 func (s *Server) writePart(ctx context.Context, j *batch.Job, p *batch.Part, kind fileKind, out *bufio.Writer) error {
 	// The index is read beside the copies, never whole: its memory is
 	// the reader's window, whatever the number of lines.
-	idx := batchfile.NewIndexReader(j.ID, p.Index, func(off int64) (io.ReadCloser, error) {
-		if p.IndexBlob == "" {
-			return io.NopCloser(strings.NewReader("")), nil
-		}
-		return s.o.Blobs.OpenAt(ctx, s.o.Containers.Inputs, p.IndexBlob, off)
+	idx := p.IndexReader(j.ID, func(blob string, off int64) (io.ReadCloser, error) {
+		return s.o.Blobs.OpenAt(ctx, s.o.Containers.Inputs, blob, off)
 	})
 	defer idx.Close()
 	seen := make([]bool, p.Lines)
