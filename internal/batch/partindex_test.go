@@ -16,7 +16,7 @@ func TestPart_IndexReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	index := `{"custom_id":"` + ref.String() + `","tenant":"contoso","item_id":"doc-1"}` + "\n"
+	index := `{"job":"job1","part":2}` + "\n" + `{"tenant":"contoso","item_id":"doc-1"}` + "\n"
 	var opened []string
 	openAt := func(blob string, off int64) (io.ReadCloser, error) {
 		opened = append(opened, blob)

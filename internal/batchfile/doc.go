@@ -37,12 +37,15 @@
 //
 // The tenant and item id of each line are written, as the line is, to the
 // part's index (a sidecar JSONL file the caller stores next to its copy of
-// the input): one [IndexEntry] per line, in line order. Joining an output
-// line is then: parse the custom_id, look its (part, line) up in the index,
-// and confirm the check against the entry's tenant and item, so that an
-// index from another job or a stale copy is detected rather than trusted.
-// Item ids that are not valid UTF-8 are stored base64url-encoded in the
-// index so that they come back byte for byte.
+// the input): a header naming the job and the part, then one entry per
+// line, in line order, holding the tenant and the item id and not the
+// custom_id, which is the entry's position and check. Joining an output
+// line is then: parse the custom_id, look its (part, line) up in the index
+// ([IndexReader], which refuses an index whose header names another job or
+// part), and confirm the check against the entry's tenant and item, so
+// that a foreign or altered entry is detected rather than trusted. Item
+// ids that are not valid UTF-8 are stored base64url-encoded in the index so
+// that they come back byte for byte.
 //
 // # Output
 //

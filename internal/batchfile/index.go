@@ -2,10 +2,12 @@ package batchfile
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"unicode/utf8"
+
+	"github.com/offpath/offpath/internal/jsonstr"
 )
 
 // Errors of [IndexReader.Resolve].
@@ -25,33 +27,61 @@ type IndexEntry struct {
 	ItemID   string
 }
 
-// indexLine is the wire form of an entry: one JSON object per line. Strings
-// that are not valid UTF-8 (JSON would replace their bad bytes) are written
+// A part's index is JSON lines: a header naming the job and the part, then
+// one entry per input line, in line order:
+//
+//	{"job":"j7Hq2-x","part":0}
+//	{"tenant":"contoso","item_id":"ticket-1"}
+//
+// An entry's custom_id is its position (job, part, line) and the check of
+// its tenant and item, so it is not written. An index written before the
+// header existed has none, and every entry names its custom_id, which the
+// reader checks against the entry's position and check. Strings that are
+// not valid UTF-8 (JSON would replace their bad bytes) are written
 // base64url-encoded in the _b64 field instead, so they round-trip exactly.
+type indexHeader struct {
+	Job  string `json:"job"`
+	Part *int   `json:"part"`
+}
+
 type indexLine struct {
-	CustomID  string `json:"custom_id"`
-	Tenant    string `json:"tenant,omitempty"`
-	TenantB64 string `json:"tenant_b64,omitempty"`
-	ItemID    string `json:"item_id,omitempty"`
-	ItemIDB64 string `json:"item_id_b64,omitempty"`
+	CustomID  string `json:"custom_id"` // only in indexes without a header
+	Tenant    string `json:"tenant"`
+	TenantB64 string `json:"tenant_b64"`
+	ItemID    string `json:"item_id"`
+	ItemIDB64 string `json:"item_id_b64"`
 }
 
-func encodeIndexLine(e IndexEntry) ([]byte, error) {
-	l := indexLine{CustomID: e.CustomID}
-	l.Tenant, l.TenantB64 = splitUTF8(e.Tenant)
-	l.ItemID, l.ItemIDB64 = splitUTF8(e.ItemID)
-	b, err := json.Marshal(l)
-	if err != nil {
-		return nil, fmt.Errorf("encode index entry: %w", err)
-	}
-	return append(b, '\n'), nil
+// appendIndexHeader appends the first line of the index of part of job.
+func appendIndexHeader(dst []byte, job string, part int) []byte {
+	dst = append(dst, `{"job":`...)
+	dst = jsonstr.Append(dst, job)
+	dst = append(dst, `,"part":`...)
+	dst = strconv.AppendInt(dst, int64(part), 10)
+	return append(dst, "}\n"...)
 }
 
-func splitUTF8(s string) (plain, b64 string) {
+// appendIndexLine appends the entry of a line.
+func appendIndexLine(dst []byte, tenant, itemID string) []byte {
+	dst = append(dst, '{')
+	dst = appendUTF8Field(dst, "tenant", tenant)
+	dst = append(dst, ',')
+	dst = appendUTF8Field(dst, "item_id", itemID)
+	return append(dst, "}\n"...)
+}
+
+// appendUTF8Field appends "name":s, or "name_b64":base64url(s) when s is
+// not valid UTF-8.
+func appendUTF8Field(dst []byte, name, s string) []byte {
+	dst = append(dst, '"')
+	dst = append(dst, name...)
 	if utf8.ValidString(s) {
-		return s, ""
+		dst = append(dst, `":`...)
+		return jsonstr.Append(dst, s)
 	}
-	return "", base64.RawURLEncoding.EncodeToString([]byte(s))
+	dst = append(dst, `_b64":"`...)
+	dst = base64.RawURLEncoding.AppendEncode(dst, []byte(s))
+	return append(dst, '"')
 }
 
 func joinUTF8(plain, b64 string) (string, error) {
@@ -71,25 +101,45 @@ func joinUTF8(plain, b64 string) (string, error) {
 // maxIndexLine bounds one index line (item ids are bounded by MaxItemIDLen).
 const maxIndexLine = 64 << 10
 
-// decodeEntry reads one index line and checks it against its own check.
-func decodeEntry(raw []byte) (Ref, IndexEntry, error) {
+// decodeIndexHeader reads the first line of an index; ok is false when it
+// is not a header but the first entry of an index written without one.
+func decodeIndexHeader(raw []byte) (job string, part int, ok bool, err error) {
+	var h indexHeader
+	if err := decode(raw, &h); err != nil {
+		return "", 0, false, fmt.Errorf("decode: %w", err)
+	}
+	if h.Job == "" {
+		return "", 0, false, nil
+	}
+	if h.Part == nil {
+		return "", 0, false, errors.New("header without a part")
+	}
+	return h.Job, *h.Part, true, nil
+}
+
+// decodeEntry reads the index entry of line in part of job. The entry's
+// custom_id is that position with the check of its tenant and item; an
+// entry that names a custom_id (an index without a header) must name
+// that one.
+func decodeEntry(raw []byte, job string, part, line int) (IndexEntry, error) {
 	var l indexLine
 	if err := decode(raw, &l); err != nil {
-		return Ref{}, IndexEntry{}, fmt.Errorf("decode: %w", err)
+		return IndexEntry{}, fmt.Errorf("decode: %w", err)
 	}
-	ref, err := ParseCustomID(l.CustomID)
-	if err != nil {
-		return Ref{}, IndexEntry{}, err
-	}
-	e := IndexEntry{CustomID: l.CustomID}
+	var e IndexEntry
+	var err error
 	if e.Tenant, err = joinUTF8(l.Tenant, l.TenantB64); err != nil {
-		return Ref{}, IndexEntry{}, fmt.Errorf("tenant: %w", err)
+		return IndexEntry{}, fmt.Errorf("tenant: %w", err)
 	}
 	if e.ItemID, err = joinUTF8(l.ItemID, l.ItemIDB64); err != nil {
-		return Ref{}, IndexEntry{}, fmt.Errorf("item_id: %w", err)
+		return IndexEntry{}, fmt.Errorf("item_id: %w", err)
 	}
-	if !ref.Matches(e.Tenant, e.ItemID) {
-		return Ref{}, IndexEntry{}, fmt.Errorf("%s: %w", l.CustomID, ErrCheckMismatch)
+	e.CustomID = Ref{Job: job, Part: part, Line: line, Check: Check(e.Tenant, e.ItemID)}.String()
+	if l.CustomID == "" || l.CustomID == e.CustomID {
+		return e, nil
 	}
-	return ref, e, nil
+	if ref, err := ParseCustomID(l.CustomID); err == nil && ref.Job == job && ref.Part == part && ref.Line == line {
+		return IndexEntry{}, fmt.Errorf("%s: %w", l.CustomID, ErrCheckMismatch)
+	}
+	return IndexEntry{}, fmt.Errorf("entry of %s, not of line %d of part %d of job %s", l.CustomID, line, part, job)
 }

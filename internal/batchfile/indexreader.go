@@ -10,7 +10,9 @@ import (
 )
 
 // IndexReader looks up the entries of one part's index while reading the
-// index file once, in line order, as the part's output is read: Azure
+// index file once, in line order, as the part's output is read: the
+// header first, which must name the reader's job and part (an index
+// written without one starts with its first entry). Azure
 // writes output lines roughly in input order, so the entry a line needs is
 // just ahead of the reader or among the last [IndexWindow] entries read.
 // An entry further behind is read again from the file, from the nearest of
@@ -27,6 +29,7 @@ type IndexReader struct {
 	off   int64   // its byte offset
 	marks []int64 // offset of the entry of line k × indexMarkEvery
 	win   [IndexWindow]IndexEntry
+	began bool // the first line was read: the header, or an entry read again
 	eof   bool
 	// Rereads counts the entries read again from behind the window.
 	Rereads int
@@ -104,12 +107,16 @@ func (x *IndexReader) Lookup(line int) (e IndexEntry, ok bool, err error) {
 
 // advance reads the next entry into the window.
 func (x *IndexReader) advance() error {
-	if x.br == nil {
-		rc, err := x.open(x.off)
-		if err != nil {
-			return fmt.Errorf("open index: %w", err)
+	if !x.began {
+		x.began = true
+		if err := x.header(); err != nil || x.eof {
+			return err
 		}
-		x.rc, x.br = rc, bufio.NewReaderSize(rc, 64<<10)
+	}
+	if x.br == nil {
+		if err := x.openAt(x.off); err != nil {
+			return err
+		}
 	}
 	if x.next%indexMarkEvery == 0 && len(x.marks) == x.next/indexMarkEvery {
 		x.marks = append(x.marks, x.off)
@@ -132,6 +139,44 @@ func (x *IndexReader) advance() error {
 	return nil
 }
 
+// header reads the index's first line: the header, checked against the
+// reader's job and part, after which the entries begin. An index written
+// without a header begins with its first entry, read again from the start.
+func (x *IndexReader) header() error {
+	if err := x.openAt(0); err != nil {
+		return err
+	}
+	raw, n, err := x.readEntry(x.br)
+	if errors.Is(err, io.EOF) {
+		x.eof = true
+		return x.Close()
+	}
+	if err != nil {
+		return err
+	}
+	job, part, ok, err := decodeIndexHeader(raw)
+	if err != nil {
+		return fmt.Errorf("index line 1: %w", err)
+	}
+	if !ok {
+		return x.Close()
+	}
+	if job != x.job || part != x.part {
+		return fmt.Errorf("the index is of part %d of job %s, not part %d of job %s", part, job, x.part, x.job)
+	}
+	x.off = n
+	return nil
+}
+
+func (x *IndexReader) openAt(off int64) error {
+	rc, err := x.open(off)
+	if err != nil {
+		return fmt.Errorf("open index: %w", err)
+	}
+	x.rc, x.br = rc, bufio.NewReaderSize(rc, 64<<10)
+	return nil
+}
+
 // reread reads a line's entry again from the mark before it.
 func (x *IndexReader) reread(line int) (IndexEntry, error) {
 	x.Rereads++
@@ -145,7 +190,7 @@ func (x *IndexReader) reread(line int) (IndexEntry, error) {
 	for l := from * indexMarkEvery; ; l++ {
 		raw, _, err := x.readEntry(br)
 		if errors.Is(err, io.EOF) {
-			return IndexEntry{}, fmt.Errorf("index line %d: %w", l+1, io.ErrUnexpectedEOF)
+			return IndexEntry{}, fmt.Errorf("index entry %d: %w", l+1, io.ErrUnexpectedEOF)
 		}
 		if err != nil {
 			return IndexEntry{}, err
@@ -165,20 +210,16 @@ func (x *IndexReader) readEntry(br *bufio.Reader) ([]byte, int64, error) {
 		return nil, 0, io.EOF
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("index line %d: %w", x.next+1, err)
+		return nil, 0, fmt.Errorf("index entry %d: %w", x.next+1, err)
 	}
 	return x.buf, int64(len(x.buf)) + 1, nil
 }
 
-// check decodes the entry of a line and checks that it is the entry of
-// that line of this job's part.
+// check decodes the entry of a line of this job's part.
 func (x *IndexReader) check(raw []byte, line int) (IndexEntry, error) {
-	ref, e, err := decodeEntry(raw)
+	e, err := decodeEntry(raw, x.job, x.part, line)
 	if err != nil {
-		return IndexEntry{}, fmt.Errorf("index line %d: %w", line+1, err)
-	}
-	if ref.Job != x.job || ref.Part != x.part || ref.Line != line {
-		return IndexEntry{}, fmt.Errorf("index line %d is %s, not line %d of part %d of job %s", line+1, e.CustomID, line, x.part, x.job)
+		return IndexEntry{}, fmt.Errorf("index entry %d: %w", line+1, err)
 	}
 	return e, nil
 }

@@ -95,3 +95,81 @@ func TestIndexReader_RefusesForeignAndBrokenEntries(t *testing.T) {
 		t.Errorf("another part's index: %v, %v; want an error", ok, err)
 	}
 }
+
+// An index written before indexes had a header names every entry's
+// custom_id; it still reads, and an entry whose custom_id is not its own
+// position and check is an error.
+func TestIndexReader_ReadsIndexesWithoutHeader(t *testing.T) {
+	t.Parallel()
+	items := []struct{ tenant, id, line string }{
+		{"contoso", "doc-1", `"tenant":"contoso","item_id":"doc-1"`},
+		{"fabrikam", "", `"tenant":"fabrikam"`},
+		{"contoso", "\xff\xfe", `"tenant":"contoso","item_id_b64":"__4"`},
+	}
+	var legacy bytes.Buffer
+	ids := make([]string, len(items))
+	for i, it := range items {
+		ref, err := batchfile.NewRef("job1", 0, i, it.tenant, it.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = ref.String()
+		legacy.WriteString(`{"custom_id":"` + ids[i] + `",` + it.line + "}\n")
+	}
+	var opens int
+	x := batchfile.NewIndexReader("job1", 0, opener(legacy.Bytes(), &opens))
+	for i := len(items) - 1; i >= 0; i-- {
+		line, e, err := x.Resolve(ids[i])
+		if err != nil || line != i || e != (batchfile.IndexEntry{CustomID: ids[i], Tenant: items[i].tenant, ItemID: items[i].id}) {
+			t.Errorf("Resolve(%s) = %d %+q %v", ids[i], line, e, err)
+		}
+	}
+
+	tampered := bytes.Replace(legacy.Bytes(), []byte(`"item_id":"doc-1"`), []byte(`"item_id":"doc-2"`), 1)
+	if _, _, err := batchfile.NewIndexReader("job1", 0, opener(tampered, &opens)).Lookup(0); !errors.Is(err, batchfile.ErrCheckMismatch) {
+		t.Errorf("Lookup in a tampered index: %v, want ErrCheckMismatch", err)
+	}
+	lines := bytes.SplitAfter(legacy.Bytes(), []byte("\n"))
+	swapped := bytes.Join([][]byte{lines[1], lines[0], lines[2]}, nil)
+	if _, ok, err := batchfile.NewIndexReader("job1", 0, opener(swapped, &opens)).Lookup(0); ok || err == nil {
+		t.Errorf("Lookup of an entry at another's position: %v, %v; want an error", ok, err)
+	}
+	if _, ok, err := batchfile.NewIndexReader("job2", 0, opener(legacy.Bytes(), &opens)).Lookup(0); ok || err == nil {
+		t.Errorf("another job's index: %v, %v; want an error", ok, err)
+	}
+}
+
+// An index of another job is refused at its header; an empty index, or
+// one with only its header, has no entries.
+func TestIndexReader_Header(t *testing.T) {
+	t.Parallel()
+	w, p := newWriter(t, batchfile.Limits{})
+	ref, err := w.Add(item("t", "i", "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var opens int
+	if _, _, err := batchfile.NewIndexReader("job2", 0, opener(p.indexes[0].Bytes(), &opens)).Resolve("job2.0.0." + ref.Check); err == nil || errors.Is(err, batchfile.ErrNotIndexed) {
+		t.Errorf("another job's index: %v, want an error that is not a miss", err)
+	}
+	for name, data := range map[string]string{"empty": "", "header only": `{"job":"job1","part":0}` + "\n"} {
+		x := batchfile.NewIndexReader("job1", 0, opener([]byte(data), &opens))
+		if _, ok, err := x.Lookup(0); ok || err != nil {
+			t.Errorf("%s index: Lookup(0) = %v, %v; want not found", name, ok, err)
+		}
+		if _, _, err := x.Resolve(ref.String()); !errors.Is(err, batchfile.ErrNotIndexed) {
+			t.Errorf("%s index: Resolve = %v, want ErrNotIndexed", name, err)
+		}
+	}
+	for name, data := range map[string]string{
+		"header without part": `{"job":"job1"}` + "\n",
+		"not JSON":            "job1 0\n",
+	} {
+		if _, ok, err := batchfile.NewIndexReader("job1", 0, opener([]byte(data), &opens)).Lookup(0); ok || err == nil {
+			t.Errorf("%s: Lookup(0) = %v, %v; want an error", name, ok, err)
+		}
+	}
+}

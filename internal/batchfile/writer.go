@@ -168,10 +168,7 @@ func (w *Writer) encode(part, line int, it *Item) (Ref, error) {
 			part, line = len(w.parts), 0
 			continue
 		}
-		w.entry, err = encodeIndexLine(IndexEntry{CustomID: ref.String(), Tenant: it.Tenant, ItemID: it.ItemID})
-		if err != nil {
-			return Ref{}, fmt.Errorf("%w: %w", ErrInvalidItem, err)
-		}
+		w.entry = appendIndexLine(w.entry[:0], it.Tenant, it.ItemID)
 		return ref, nil
 	}
 }
@@ -192,6 +189,9 @@ func (w *Writer) startPart(n int) error {
 	} else {
 		w.in.Reset(in)
 		w.idx.Reset(idx)
+	}
+	if _, err := w.idx.Write(appendIndexHeader(nil, w.cfg.Job, n)); err != nil {
+		return fmt.Errorf("write index of part %d: %w", n, err)
 	}
 	w.parts = append(w.parts, Part{Index: n})
 	return nil

@@ -326,9 +326,36 @@ func TestIndex_DetectsForeignEntries(t *testing.T) {
 			t.Errorf("Resolve(%q) error = %v, want %v", id, err, want)
 		}
 	}
+	// An altered entry no longer has the check of the custom_id Azure
+	// returns: the line is not attributed to it.
 	tampered := bytes.Replace(p.indexes[0].Bytes(), []byte(`"item_id":"i"`), []byte(`"item_id":"j"`), 1)
-	if _, _, err := batchfile.NewIndexReader("job1", 0, opener(tampered, &opens)).Lookup(0); !errors.Is(err, batchfile.ErrCheckMismatch) {
-		t.Errorf("Lookup in a tampered index: %v, want ErrCheckMismatch", err)
+	if _, _, err := batchfile.NewIndexReader("job1", 0, opener(tampered, &opens)).Resolve(ref.String()); !errors.Is(err, batchfile.ErrCheckMismatch) {
+		t.Errorf("Resolve in a tampered index: %v, want ErrCheckMismatch", err)
+	}
+}
+
+// The index is a header naming the job and the part, then one entry per
+// line with the tenant and the item id and nothing else: an entry's
+// custom_id is its position and check.
+func TestIndex_Format(t *testing.T) {
+	t.Parallel()
+	w, p := newWriter(t, batchfile.Limits{MaxLines: 2})
+	for _, id := range []string{"a", "b\n\"", "", "\xff\xfe"} {
+		if _, err := w.Add(item("contoso", id, "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`{"job":"job1","part":0}` + "\n" + `{"tenant":"contoso","item_id":"a"}` + "\n" + `{"tenant":"contoso","item_id":"b\n\""}` + "\n",
+		`{"job":"job1","part":1}` + "\n" + `{"tenant":"contoso","item_id":""}` + "\n" + `{"tenant":"contoso","item_id_b64":"__4"}` + "\n",
+	}
+	for i, b := range p.indexes {
+		if b.String() != want[i] {
+			t.Errorf("index of part %d =\n%s\nwant\n%s", i, b, want[i])
+		}
 	}
 }
 
