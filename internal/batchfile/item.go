@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"unicode/utf8"
+
+	"github.com/offpath/offpath/internal/jsonstr"
 )
 
 // MaxItemIDLen bounds a tenant's item id (bytes). Item ids never enter the
@@ -80,76 +83,62 @@ func (it *Item) validate() error {
 	return nil
 }
 
-// requestLine is one line of an input file. Body is a plainBody, or a
-// requestBody when there are extra fields: encoding/json re-scans a
-// Marshaler's output, which costs as much again as the encoding.
-type requestLine struct {
-	CustomID string `json:"custom_id"`
-	Method   string `json:"method"`
-	URL      string `json:"url"`
-	Body     any    `json:"body"`
-}
-
-type plainBody struct {
-	Model               string    `json:"model"`
-	Messages            []Message `json:"messages"`
-	MaxTokens           int       `json:"max_tokens,omitempty"`
-	MaxCompletionTokens int       `json:"max_completion_tokens,omitempty"`
-	Temperature         *float64  `json:"temperature,omitempty"`
-}
-
-type requestBody struct {
-	plainBody
-	extra map[string]json.RawMessage
-}
-
-// MarshalJSON writes the fixed fields, then the extra fields in key order,
-// so that the same item always gives the same bytes.
-func (b requestBody) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // the outer encoder would not undo escaping
-	if err := enc.Encode(b.plainBody); err != nil {
-		return nil, err
+// appendLine appends the request line of it, with its trailing "\n", to
+// dst: the fixed fields in a fixed order, then the extra fields in key
+// order, so that the same item always gives the same bytes. Strings are
+// written as encoding/json writes them with HTML escaping off, numbers as
+// it does; built by hand, as the writer's hot path, instead of through
+// encoding/json's reflection.
+func appendLine(dst []byte, customID, url, deployment string, it *Item) ([]byte, error) {
+	dst = append(dst, `{"custom_id":`...)
+	dst = jsonstr.Append(dst, customID)
+	dst = append(dst, `,"method":"POST","url":`...)
+	dst = jsonstr.Append(dst, url)
+	dst = append(dst, `,"body":{"model":`...)
+	dst = jsonstr.Append(dst, deployment)
+	dst = append(dst, `,"messages":[`...)
+	for i, m := range it.Messages {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"role":`...)
+		dst = jsonstr.Append(dst, m.Role)
+		dst = append(dst, `,"content":`...)
+		dst = jsonstr.Append(dst, m.Content)
+		dst = append(dst, '}')
 	}
-	buf.Truncate(buf.Len() - 2) // drop "}\n"
-	if len(b.extra) == 0 {
-		buf.WriteByte('}')
-		return buf.Bytes(), nil
+	dst = append(dst, ']')
+	if it.MaxTokens != 0 {
+		dst = append(dst, `,"max_tokens":`...)
+		dst = strconv.AppendInt(dst, int64(it.MaxTokens), 10)
 	}
-	keys := make([]string, 0, len(b.extra))
-	for k := range b.extra {
-		keys = append(keys, k)
+	if it.MaxCompletionTokens != 0 {
+		dst = append(dst, `,"max_completion_tokens":`...)
+		dst = strconv.AppendInt(dst, int64(it.MaxCompletionTokens), 10)
 	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		key, err := json.Marshal(k)
+	if it.Temperature != nil {
+		t, err := json.Marshal(*it.Temperature)
 		if err != nil {
-			return nil, err
+			return dst, fmt.Errorf("%w: temperature: %w", ErrInvalidItem, err)
 		}
-		buf.WriteByte(',')
-		buf.Write(key)
-		buf.WriteByte(':')
-		if err := json.Compact(&buf, b.extra[k]); err != nil {
-			return nil, err
-		}
+		dst = append(append(dst, `,"temperature":`...), t...)
 	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
-}
-
-// encodeLine appends the request line of it (with its trailing "\n") to buf.
-func encodeLine(buf *bytes.Buffer, customID, url, deployment string, it *Item) error {
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	body := plainBody{Model: deployment, Messages: it.Messages, MaxTokens: it.MaxTokens,
-		MaxCompletionTokens: it.MaxCompletionTokens, Temperature: it.Temperature}
-	line := requestLine{CustomID: customID, Method: "POST", URL: url, Body: body}
 	if len(it.Extra) > 0 {
-		line.Body = requestBody{plainBody: body, extra: it.Extra}
+		keys := make([]string, 0, len(it.Extra))
+		for k := range it.Extra {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		buf := bytes.NewBuffer(dst)
+		for _, k := range keys {
+			buf.WriteByte(',')
+			buf.Write(jsonstr.Append(buf.AvailableBuffer(), k))
+			buf.WriteByte(':')
+			if err := json.Compact(buf, it.Extra[k]); err != nil {
+				return buf.Bytes(), fmt.Errorf("%w: extra field %q: %w", ErrInvalidItem, k, err)
+			}
+		}
+		dst = buf.Bytes()
 	}
-	if err := enc.Encode(line); err != nil {
-		return fmt.Errorf("%w: encode: %w", ErrInvalidItem, err)
-	}
-	return nil
+	return append(dst, "}}\n"...), nil
 }

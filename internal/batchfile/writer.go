@@ -2,7 +2,6 @@ package batchfile
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -71,7 +70,7 @@ type Writer struct {
 	parts []Part
 	in    *bufio.Writer
 	idx   *bufio.Writer
-	line  bytes.Buffer
+	line  []byte
 	entry []byte
 	err   error
 }
@@ -122,7 +121,7 @@ func (w *Writer) Add(it Item) (Ref, error) {
 	if err != nil {
 		return Ref{}, err
 	}
-	if n := int64(w.line.Len()); n > w.cfg.Limits.MaxBytes {
+	if n := int64(len(w.line)); n > w.cfg.Limits.MaxBytes {
 		return Ref{}, fmt.Errorf("%w: line of %d bytes exceeds the %d-byte file limit", ErrInvalidItem, n, w.cfg.Limits.MaxBytes)
 	}
 	if ref.Part == len(w.parts) { // the line needs a new part
@@ -160,11 +159,10 @@ func (w *Writer) encode(part, line int, it *Item) (Ref, error) {
 		if err != nil {
 			return Ref{}, fmt.Errorf("%w: %w", ErrInvalidItem, err)
 		}
-		w.line.Reset()
-		if err := encodeLine(&w.line, ref.String(), w.cfg.URL, w.cfg.Deployment, it); err != nil {
+		if w.line, err = appendLine(w.line[:0], ref.String(), w.cfg.URL, w.cfg.Deployment, it); err != nil {
 			return Ref{}, err
 		}
-		if part < len(w.parts) && w.parts[part].Bytes+int64(w.line.Len()) > w.cfg.Limits.MaxBytes {
+		if part < len(w.parts) && w.parts[part].Bytes+int64(len(w.line)) > w.cfg.Limits.MaxBytes {
 			part, line = len(w.parts), 0
 			continue
 		}
@@ -199,14 +197,14 @@ func (w *Writer) startPart(n int) error {
 
 func (w *Writer) emit() error {
 	cur := &w.parts[len(w.parts)-1]
-	if _, err := w.in.Write(w.line.Bytes()); err != nil {
+	if _, err := w.in.Write(w.line); err != nil {
 		return fmt.Errorf("write part %d: %w", cur.Index, err)
 	}
 	if _, err := w.idx.Write(w.entry); err != nil {
 		return fmt.Errorf("write index of part %d: %w", cur.Index, err)
 	}
 	cur.Lines++
-	cur.Bytes += int64(w.line.Len())
+	cur.Bytes += int64(len(w.line))
 	cur.EstimatedTokens = EstimateTokens(cur.Bytes)
 	return nil
 }
