@@ -60,7 +60,7 @@ func BenchmarkCollect(b *testing.B) {
 		rss.Reset(b, rss.Self)
 		for b.Loop() {
 			var bodies int64
-			res, err := tickets.NewCollector(blobstore.NewContainer(c), tickets.NewMemory(), tickets.Options{}).Collect(b.Context(), day(), func(t tickets.Ticket) error {
+			res, err := tickets.NewCollector(blobstore.NewContainer(c), newMemory(), tickets.Options{}).Collect(b.Context(), day(), func(t tickets.Ticket) error {
 				bodies += int64(len(t.Body))
 				return nil
 			})

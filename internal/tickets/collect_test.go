@@ -37,7 +37,7 @@ func TestCollector_Collect(t *testing.T) {
 		"2026-03-13/old.json":      `{"id":"T-old","body":"yesterday"}`,
 		"2026-03-15/new.json":      `{"id":"T-new","body":"tomorrow"}`,
 	})
-	got := collect(t, c, tickets.NewMemory(), tickets.Options{})
+	got := collect(t, c, newMemory(), tickets.Options{})
 
 	if want := "T-1,T-2,T-4,T-5"; got.ids() != want {
 		t.Errorf("yielded %q, want %q", got.ids(), want)
@@ -89,7 +89,7 @@ func TestCollector_NewChangedUnchanged(t *testing.T) {
 			`{"id":"fresh","body":"never seen"}`,
 		),
 	})
-	seen := tickets.NewMemory()
+	seen := newMemory()
 	seen.Record("same", tickets.Hash("S", "unchanged text"))
 	seen.Record("edited", tickets.Hash("S", "the text before the edit"))
 	seen.Record("elsewhere", tickets.Hash("", "a ticket of another day"))
@@ -127,7 +127,7 @@ func TestCollector_Empty(t *testing.T) {
 			t.Parallel()
 			c := newContainer(t)
 			put(t, c, tt.blobs)
-			got := collect(t, c, tickets.NewMemory(), tickets.Options{})
+			got := collect(t, c, newMemory(), tickets.Options{})
 			want := tickets.Result{Prefix: "2026-03-14/"}
 			if got.ids() != "" || fmt.Sprint(got.res) != fmt.Sprint(want) {
 				t.Errorf("Collect = %q, %+v; want nothing", got.ids(), got.res)
@@ -161,7 +161,7 @@ func TestCollector_Order(t *testing.T) {
 	}
 	put(t, c, blobs)
 	for _, opts := range []tickets.Options{{}, {Concurrency: 3, PrefetchBytes: 1 << 10}, {Concurrency: 1, PrefetchBytes: 1}} {
-		got := collect(t, c, tickets.NewMemory(), opts)
+		got := collect(t, c, newMemory(), opts)
 		if got.ids() != strings.Join(want, ",") {
 			t.Errorf("Options %+v: yielded\n%s\nwant\n%s", opts, got.ids(), strings.Join(want, ","))
 		}
@@ -184,9 +184,9 @@ func TestCollector_Errors(t *testing.T) {
 		wantErr   error
 		wantCalls int
 	}{
-		{"yield error stops", tickets.NewMemory(), full, false, full, 1},
+		{"yield error stops", newMemory(), full, false, full, 1},
 		{"record error stops", failing{down}, nil, false, down, 0},
-		{"cancelled", tickets.NewMemory(), nil, true, context.Canceled, 0},
+		{"cancelled", newMemory(), nil, true, context.Canceled, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -219,7 +219,7 @@ func TestCollector_BlobDeletedWhileCollecting(t *testing.T) {
 		"2026-03-14/a.jsonl": lines(`{"id":"a","body":"b"}`, strings.Repeat(strings.Repeat(" ", 1023)+"\n", 3<<10)),
 		"2026-03-14/z.json":  `{"id":"z","body":"b"}`,
 	})
-	seen := deleting{Memory: tickets.NewMemory(), delete: func(ctx context.Context) error {
+	seen := deleting{memory: newMemory(), delete: func(ctx context.Context) error {
 		_, err := c.NewBlobClient("2026-03-14/z.json").Delete(ctx, nil)
 		return err
 	}}
@@ -232,7 +232,7 @@ func TestCollector_BlobDeletedWhileCollecting(t *testing.T) {
 
 // deleting is a record that deletes a blob at its first lookup.
 type deleting struct {
-	*tickets.Memory
+	*memory
 	delete func(context.Context) error
 }
 
@@ -242,7 +242,7 @@ func (d deleting) Seen(ctx context.Context, id string) (string, bool, error) {
 			return "", false, err
 		}
 	}
-	return d.Memory.Seen(ctx, id)
+	return d.memory.Seen(ctx, id)
 }
 
 func TestDayPrefix(t *testing.T) {
@@ -280,7 +280,7 @@ func TestCollector_MissingContainerIsAnEmptyDay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := collect(t, client.ServiceClient().NewContainerClient(azurite.Name(t)), tickets.NewMemory(), tickets.Options{})
+	got := collect(t, client.ServiceClient().NewContainerClient(azurite.Name(t)), newMemory(), tickets.Options{})
 	if len(got.tickets) != 0 || got.res.Files != 0 || got.res.Tickets != 0 || got.res.SkippedTotal != 0 || got.res.Prefix != "2026-03-14/" {
 		t.Errorf("collect without a container = %+v, %+v; want an empty day", got.tickets, got.res)
 	}

@@ -1,8 +1,10 @@
 package tickets_test
 
 import (
+	"context"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,4 +88,27 @@ func collect(t *testing.T, c *container.Client, seen tickets.Summarised, opts ti
 	}
 	got.res = res
 	return got
+}
+
+// memory is a Summarised held in memory, safe for concurrent use.
+type memory struct {
+	mu     sync.RWMutex
+	hashes map[string]string
+}
+
+func newMemory() *memory { return &memory{hashes: make(map[string]string)} }
+
+// Record notes that the version of ticket id with the given hash has been
+// summarised, replacing any earlier record.
+func (m *memory) Record(id, hash string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.hashes[id] = hash
+}
+
+func (m *memory) Seen(_ context.Context, id string) (string, bool, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	h, ok := m.hashes[id]
+	return h, ok, nil
 }
