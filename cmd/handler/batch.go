@@ -62,7 +62,7 @@ func newBatch(cfg config.Handler, s *services, t tenancy, logger zerolog.Logger)
 		return nil, err
 	}
 	tables := t.tables
-	store := blobstore.New(blobs, blobstore.Options{BlockSize: batch.BlockSize, Concurrency: batch.BlockConcurrency})
+	store := blobstore.New(blobs, blobstore.Options{BlockSize: batch.BlockSize})
 	jobs := tablestore.NewJobs(tables, tablestore.DefaultJobsTable, nil)
 	alerts := alert.New(cfg.AlertWebhook.Reveal(), nil, t.alerts)
 	var decisions batch.Decisions

@@ -162,7 +162,7 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 		tables: svc, suffix: n, storage: storage,
 		jobs:   tablestore.NewJobs(svc, "bjobs"+n, nil),
 		ledger: &countingLedger{ledgerStore: tablestore.NewLedger(svc, tablestore.LedgerOptions{Table: "bled" + n}), records: map[string]int{}},
-		blobs:  blobstore.New(bc, blobstore.Options{BlockSize: cmp.Or(cfg.blockSize, batch.BlockSize), Concurrency: batch.BlockConcurrency}),
+		blobs:  blobstore.New(bc, blobstore.Options{BlockSize: cmp.Or(cfg.blockSize, batch.BlockSize)}),
 		cont:   batch.Containers{Inputs: "in" + n, Results: "res" + n, Uploads: "up" + n},
 	}
 	if cfg.memTables {
