@@ -121,12 +121,8 @@ func (x *IndexReader) advance() error {
 	if x.next%indexMarkEvery == 0 && len(x.marks) == x.next/indexMarkEvery {
 		x.marks = append(x.marks, x.off)
 	}
-	raw, n, err := x.readEntry(x.br)
-	if errors.Is(err, io.EOF) {
-		x.eof = true
-		return x.Close()
-	}
-	if err != nil {
+	raw, n, err := x.line()
+	if err != nil || x.eof {
 		return err
 	}
 	e, err := x.check(raw, x.next)
@@ -146,12 +142,8 @@ func (x *IndexReader) header() error {
 	if err := x.openAt(0); err != nil {
 		return err
 	}
-	raw, n, err := x.readEntry(x.br)
-	if errors.Is(err, io.EOF) {
-		x.eof = true
-		return x.Close()
-	}
-	if err != nil {
+	raw, n, err := x.line()
+	if err != nil || x.eof {
 		return err
 	}
 	job, part, ok, err := decodeIndexHeader(raw)
@@ -166,6 +158,17 @@ func (x *IndexReader) header() error {
 	}
 	x.off = n
 	return nil
+}
+
+// line reads the next line of the open index; at the index's end it
+// closes it and sets eof.
+func (x *IndexReader) line() ([]byte, int64, error) {
+	raw, n, err := x.readEntry(x.br)
+	if errors.Is(err, io.EOF) {
+		x.eof = true
+		return nil, 0, x.Close()
+	}
+	return raw, n, err
 }
 
 func (x *IndexReader) openAt(off int64) error {

@@ -63,16 +63,9 @@ func TestIndexReader_ResolvesInAnyOrder(t *testing.T) {
 
 func TestIndexReader_RefusesForeignAndBrokenEntries(t *testing.T) {
 	t.Parallel()
-	w, p := newWriter(t, batchfile.Limits{})
-	ref, err := w.Add(item("t", "i", "x"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	ref, index := oneEntry(t)
 	var opens int
-	x := batchfile.NewIndexReader("job1", 0, opener(p.indexes[0].Bytes(), &opens))
+	x := batchfile.NewIndexReader("job1", 0, opener(index, &opens))
 	other, _ := batchfile.NewRef("job1", 0, 0, "t", "another item")
 	for id, want := range map[string]error{
 		other.String():          batchfile.ErrCheckMismatch,
@@ -87,11 +80,11 @@ func TestIndexReader_RefusesForeignAndBrokenEntries(t *testing.T) {
 	}
 	// An index whose entry was altered, or that belongs to another part,
 	// is an error, not a lookup that misses.
-	tampered := bytes.Replace(p.indexes[0].Bytes(), []byte(`"item_id":"i"`), []byte(`"item_id":"j"`), 1)
+	tampered := bytes.Replace(index, []byte(`"item_id":"i"`), []byte(`"item_id":"j"`), 1)
 	if _, _, err := batchfile.NewIndexReader("job1", 0, opener(tampered, &opens)).Resolve(ref.String()); !errors.Is(err, batchfile.ErrCheckMismatch) {
 		t.Errorf("tampered index: %v, want ErrCheckMismatch", err)
 	}
-	if _, ok, err := batchfile.NewIndexReader("job1", 1, opener(p.indexes[0].Bytes(), &opens)).Lookup(0); ok || err == nil {
+	if _, ok, err := batchfile.NewIndexReader("job1", 1, opener(index, &opens)).Lookup(0); ok || err == nil {
 		t.Errorf("another part's index: %v, %v; want an error", ok, err)
 	}
 }
@@ -143,16 +136,9 @@ func TestIndexReader_ReadsIndexesWithoutHeader(t *testing.T) {
 // one with only its header, has no entries.
 func TestIndexReader_Header(t *testing.T) {
 	t.Parallel()
-	w, p := newWriter(t, batchfile.Limits{})
-	ref, err := w.Add(item("t", "i", "x"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	ref, index := oneEntry(t)
 	var opens int
-	if _, _, err := batchfile.NewIndexReader("job2", 0, opener(p.indexes[0].Bytes(), &opens)).Resolve("job2.0.0." + ref.Check); err == nil || errors.Is(err, batchfile.ErrNotIndexed) {
+	if _, _, err := batchfile.NewIndexReader("job2", 0, opener(index, &opens)).Resolve("job2.0.0." + ref.Check); err == nil || errors.Is(err, batchfile.ErrNotIndexed) {
 		t.Errorf("another job's index: %v, want an error that is not a miss", err)
 	}
 	for name, data := range map[string]string{"empty": "", "header only": `{"job":"job1","part":0}` + "\n"} {
@@ -172,4 +158,19 @@ func TestIndexReader_Header(t *testing.T) {
 			t.Errorf("%s: Lookup(0) = %v, %v; want an error", name, ok, err)
 		}
 	}
+}
+
+// oneEntry writes the index of part 0 of job1 with one line, item "i" of
+// tenant "t".
+func oneEntry(t *testing.T) (batchfile.Ref, []byte) {
+	t.Helper()
+	w, p := newWriter(t, batchfile.Limits{})
+	ref, err := w.Add(item("t", "i", "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return ref, p.indexes[0].Bytes()
 }

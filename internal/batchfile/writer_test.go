@@ -303,37 +303,6 @@ func TestIndex_JoinsHostileItemIDs(t *testing.T) {
 	}
 }
 
-func TestIndex_DetectsForeignEntries(t *testing.T) {
-	t.Parallel()
-	w, p := newWriter(t, batchfile.Limits{})
-	ref, err := w.Add(item("t", "i", "x"))
-	if err != nil {
-		t.Fatalf("Add: %v", err)
-	}
-	if _, err := w.Close(); err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-	var opens int
-	idx := batchfile.NewIndexReader("job1", 0, opener(p.indexes[0].Bytes(), &opens))
-	other, _ := batchfile.NewRef("job1", 0, 0, "t", "another item")
-	for id, want := range map[string]error{
-		other.String():          batchfile.ErrCheckMismatch,
-		"job1.0.1." + ref.Check: batchfile.ErrNotIndexed,
-		"job2.0.0." + ref.Check: batchfile.ErrNotIndexed,
-		"not a custom id":       batchfile.ErrCustomID,
-	} {
-		if _, _, err := idx.Resolve(id); !errors.Is(err, want) {
-			t.Errorf("Resolve(%q) error = %v, want %v", id, err, want)
-		}
-	}
-	// An altered entry no longer has the check of the custom_id Azure
-	// returns: the line is not attributed to it.
-	tampered := bytes.Replace(p.indexes[0].Bytes(), []byte(`"item_id":"i"`), []byte(`"item_id":"j"`), 1)
-	if _, _, err := batchfile.NewIndexReader("job1", 0, opener(tampered, &opens)).Resolve(ref.String()); !errors.Is(err, batchfile.ErrCheckMismatch) {
-		t.Errorf("Resolve in a tampered index: %v, want ErrCheckMismatch", err)
-	}
-}
-
 // The index is a header naming the job and the part, then one entry per
 // line with the tenant and the item id and nothing else: an entry's
 // custom_id is its position and check.
