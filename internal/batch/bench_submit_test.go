@@ -2,6 +2,7 @@ package batch_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -49,7 +50,9 @@ import (
 // process, creates the containers and tables, and its part is the local
 // copy; each job is cancelled and its batch ended and harvested before the
 // next, so that every admission tick admits one job and polls no other;
-// ours and the floor take turns going first.
+// each iteration deletes what it stored (Azurite keeps every blob in its
+// memory), so that every iteration finds the same Azurite; ours and the
+// floor take turns going first.
 //
 //	go test -run '^$' -bench 'Submit$' -benchtime 2x ./internal/batch/
 func BenchmarkSubmit(b *testing.B) {
@@ -107,8 +110,18 @@ func benchSubmit(b *testing.B, n int) {
 				}
 			})
 			wr = e.measure(b, func() { plainWrite(b, raw, e.cont.Inputs, plain, local) })
-			u = e.measure(b, func() { plainUpload(b, e.simURL, storedPart(b, raw, e.cont.Inputs, plain)) })
-			ul = e.measure(b, func() { plainUpload(b, e.simURL, localPart(b, local)) })
+			var ids [2]string
+			u = e.measure(b, func() { ids[0] = plainUpload(b, e.simURL, storedPart(b, raw, e.cont.Inputs, plain)) })
+			ul = e.measure(b, func() { ids[1] = plainUpload(b, e.simURL, localPart(b, local)) })
+			// Nothing of the floor is left to weigh on the next phases.
+			if err := e.blobs.Delete(ctx, e.cont.Inputs, plain); err != nil {
+				b.Fatal(err)
+			}
+			for _, id := range ids {
+				if err := e.opts.Azure.DeleteFile(ctx, id); err != nil {
+					b.Fatal(err)
+				}
+			}
 		}
 		if i%2 == 1 {
 			floor()
@@ -198,7 +211,8 @@ func stage(tb testing.TB, e *env, blob, path string) int64 {
 // settle ends a benchmark's job outside the timed phases: it is
 // cancelled, the simulator's clock moved on so that its batch ends, and
 // one tick harvests it, so that the next admission tick has only its own
-// job to admit.
+// job to admit; and its input is deleted, so that Azurite, which keeps
+// every blob in its memory, holds as much at every iteration.
 func settle(tb testing.TB, e *env, id string) {
 	tb.Helper()
 	ctx := context.Background()
@@ -211,6 +225,9 @@ func settle(tb testing.TB, e *env, id string) {
 	}
 	if j, err := e.jobs.Get(ctx, "contoso", id); err != nil || j.Active() {
 		tb.Fatalf("job %s still active after its cancellation was harvested (%v)", id, err)
+	}
+	if err := e.blobs.DeletePrefix(ctx, e.cont.Inputs, "contoso/"+id+"/"); err != nil {
+		tb.Fatal(err)
 	}
 }
 
@@ -281,8 +298,8 @@ func localPart(tb testing.TB, path string) io.ReadCloser {
 }
 
 // plainUpload POSTs f to the simulator's Files API as one multipart form,
-// streamed, and closes f.
-func plainUpload(tb testing.TB, simURL string, f io.ReadCloser) {
+// streamed, closes f and returns the file's id.
+func plainUpload(tb testing.TB, simURL string, f io.ReadCloser) string {
 	tb.Helper()
 	defer f.Close()
 	pr, pw := io.Pipe()
@@ -310,8 +327,11 @@ func plainUpload(tb testing.TB, simURL string, f io.ReadCloser) {
 		tb.Fatal(err)
 	}
 	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK && res.StatusCode != http.StatusCreated {
-		body, _ := io.ReadAll(res.Body)
-		tb.Fatalf("plain upload: %s %s", res.Status, body)
+	var file struct {
+		ID string `json:"id"`
 	}
+	if res.StatusCode != http.StatusOK && res.StatusCode != http.StatusCreated || json.NewDecoder(res.Body).Decode(&file) != nil {
+		tb.Fatalf("plain upload: %s", res.Status)
+	}
+	return file.ID
 }
