@@ -102,7 +102,7 @@ func benchSubmit(b *testing.B, n int) {
 		// Ours and the floor take turns going first, so that neither
 		// always follows the other's writes into Azurite.
 		var r, wr, u, ul work
-		floor := func() {
+		runFloor := func() {
 			plain := fmt.Sprintf("plain/%d.jsonl", i)
 			r = e.measure(b, func() {
 				if got := plainRead(b, raw, e.cont.Uploads, "contoso/corpus.jsonl"); got != corpusBytes {
@@ -124,7 +124,7 @@ func benchSubmit(b *testing.B, n int) {
 			}
 		}
 		if i%2 == 1 {
-			floor()
+			runFloor()
 		}
 
 		debug.FreeOSMemory()
@@ -149,7 +149,7 @@ func benchSubmit(b *testing.B, n int) {
 		peakAdmit = max(peakAdmit, rss.MB(rss.Peak(b, rss.Self)))
 
 		if i%2 == 0 {
-			floor()
+			runFloor()
 		}
 		settle(b, e, j.ID)
 		b.Logf("run %d, load %s: %s", i+1, load, submitReport(s, a, r, wr, u, ul))
