@@ -19,7 +19,8 @@ import (
 const maxInputLine = 2*MaxPromptBytes + 64<<10
 
 // itemOptions decode an input line exactly as encoding/json's Decoder with
-// DisallowUnknownFields did, in one pass instead of a scan and a decode.
+// DisallowUnknownFields did: the general way of itemLine, for the lines it
+// does not read by hand.
 var itemOptions = json.JoinOptions(jsonv1.DefaultOptionsV1(), json.RejectUnknownMembers(true))
 
 // blobItems streams the items of a tenant's JSONL in the uploads container:
@@ -43,6 +44,7 @@ func (s *Service) blobItems(ctx context.Context, name string) iter.Seq2[Item, er
 		}
 		br := bufio.NewReaderSize(body, 256<<10)
 		var line []byte
+		var dec itemLine
 		for n := 1; ; n++ {
 			line, err = lines.Read(br, line, maxInputLine)
 			if errors.Is(err, io.EOF) {
@@ -60,7 +62,7 @@ func (s *Service) blobItems(ctx context.Context, name string) iter.Seq2[Item, er
 				continue
 			}
 			var it Item
-			if err := json.Unmarshal(line, &it, itemOptions); err != nil {
+			if err := dec.decode(line, &it); err != nil {
 				yield(Item{}, invalid("invalid_input_line", "input_blob line %d: not an item object (id, prompt or messages, max_tokens)", n))
 				return
 			}

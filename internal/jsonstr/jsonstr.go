@@ -17,6 +17,9 @@ func Append(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i += Plain(s[i:]); i == len(s) {
+			break
+		}
 		if c := s[i]; c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
 				i++
@@ -62,4 +65,30 @@ func Append(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// Plain is the length of the longest prefix of s that is the same bytes
+// inside a JSON string literal: ASCII from ' ' to DEL but '"' and '\\'.
+// Append copies such a prefix as it is, and a decoder reads it as it is.
+// It looks at eight bytes at a time.
+func Plain[T ~string | ~[]byte](s T) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := s[i : i+8]
+		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+		q, b := x^('"'*ones), x^('\\'*ones)
+		// A lane below ' ', a '"' or '\\' (a zero lane of q or b), or
+		// a lane with its high bit set.
+		if ((x-' '*ones)&^x|(q-ones)&^q|(b-ones)&^b|x)&highs != 0 {
+			break
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			break
+		}
+	}
+	return i
 }

@@ -40,3 +40,27 @@ func FuzzAppend(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPlain: Plain stops at the first byte that is not the same inside a
+// JSON string literal, whatever its place in a word of eight, for a
+// string and for bytes alike.
+func FuzzPlain(f *testing.F) {
+	for _, s := range []string{
+		"", "plain", "exactly8", "sixteen bytes ok", "0123456\"89", "0123456789abcde\\",
+		"0123456789\x1f", "0123456789\x7f~ ", "01234567é", "\x00", "       \x80",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := 0
+		for want < len(s) && s[want] >= ' ' && s[want] != '"' && s[want] != '\\' && s[want] < 0x80 {
+			want++
+		}
+		if got := jsonstr.Plain(s); got != want {
+			t.Fatalf("Plain(%q) = %d, want %d", s, got, want)
+		}
+		if got := jsonstr.Plain([]byte(s)); got != want {
+			t.Fatalf("Plain([]byte(%q)) = %d, want %d", s, got, want)
+		}
+	})
+}
