@@ -36,42 +36,35 @@ func (d *itemLine) decode(line []byte, it *Item) error {
 func (d *itemLine) item(line []byte, it *Item) bool {
 	d.b, d.i = line, 0
 	defer func() { d.b = nil }()
-	var seen uint8
-	ok := d.object(func(name []byte) bool {
-		var bit uint8
-		var ok bool
-		switch string(name) {
-		case "id":
-			bit = 1
+	ok := d.object(itemMembers, func(i int) (ok bool) {
+		switch i {
+		case 0:
 			it.ID, ok = d.str()
-		case "prompt":
-			bit = 2
+		case 1:
 			it.Prompt, ok = d.str()
-		case "messages":
-			bit = 4
+		case 2:
 			it.Messages, ok = d.messages()
-		case "max_tokens":
-			bit = 8
+		case 3:
 			it.MaxTokens, ok = d.int()
-		case "max_completion_tokens":
-			bit = 16
+		case 4:
 			it.MaxCompletionTokens, ok = d.int()
-		case "temperature":
-			bit = 32
+		case 5:
 			var t float64
 			if t, ok = d.float(); ok {
 				it.Temperature = &t
 			}
 		}
-		if !ok || seen&bit != 0 { // not a member, a bad value, or repeated
-			return false
-		}
-		seen |= bit
-		return true
+		return ok
 	})
 	d.ws()
 	return ok && d.i == len(d.b)
 }
+
+// The members of an Item and of a Message, as their JSON tags name them.
+var (
+	itemMembers    = []string{"id", "prompt", "messages", "max_tokens", "max_completion_tokens", "temperature"}
+	messageMembers = []string{"role", "content"}
+)
 
 func (d *itemLine) messages() ([]batchfile.Message, bool) {
 	if !d.eat('[') {
@@ -83,23 +76,13 @@ func (d *itemLine) messages() ([]batchfile.Message, bool) {
 	}
 	for {
 		var m batchfile.Message
-		var seen uint8
-		if d.ws(); !d.object(func(name []byte) bool {
-			var bit uint8
-			var ok bool
-			switch string(name) {
-			case "role":
-				bit = 1
+		if !d.object(messageMembers, func(i int) (ok bool) {
+			if i == 0 {
 				m.Role, ok = d.str()
-			case "content":
-				bit = 2
+			} else {
 				m.Content, ok = d.str()
 			}
-			if !ok || seen&bit != 0 {
-				return false
-			}
-			seen |= bit
-			return true
+			return ok
 		}) {
 			return nil, false
 		}
@@ -115,28 +98,31 @@ func (d *itemLine) messages() ([]batchfile.Message, bool) {
 	}
 }
 
-// object reads an object, calling member for each member's name with the
-// reader at its value. The names must be plain (no escapes).
-func (d *itemLine) object(member func(name []byte) bool) bool {
+// object reads an object whose members are among names, each named
+// exactly, without escapes, and at most once: it calls member with the
+// member's index in names and the reader at its value.
+func (d *itemLine) object(names []string, member func(i int) bool) bool {
 	if d.ws(); !d.eat('{') {
 		return false
 	}
 	if d.ws(); d.eat('}') {
 		return true
 	}
+	var seen uint32
 	for {
 		if d.ws(); !d.eat('"') {
 			return false
 		}
 		n := jsonstr.Plain(d.b[d.i:])
-		name := d.b[d.i : d.i+n]
-		if d.i += n; !d.eat('"') {
+		i := index(names, d.b[d.i:d.i+n])
+		if d.i += n; !d.eat('"') || i < 0 || seen&(1<<i) != 0 {
 			return false
 		}
+		seen |= 1 << i
 		if d.ws(); !d.eat(':') {
 			return false
 		}
-		if d.ws(); !member(name) {
+		if d.ws(); !member(i) {
 			return false
 		}
 		d.ws()
@@ -148,6 +134,16 @@ func (d *itemLine) object(member func(name []byte) bool) bool {
 			return false
 		}
 	}
+}
+
+// index is name's index in names, or -1.
+func index(names []string, name []byte) int {
+	for i, n := range names {
+		if string(name) == n {
+			return i
+		}
+	}
+	return -1
 }
 
 // str reads a string: valid UTF-8, escapes other than a lone surrogate.
