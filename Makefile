@@ -91,6 +91,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench Client -benchtime 3s ./internal/azopenai/
 	$(GO) test -run '^$$' -bench 'Upload150MB$$' -benchtime 1x -count 2 ./internal/openaiapi/
 	$(GO) test -run '^$$' -bench Upload150MBHandler -benchtime 1x ./internal/openaiapi/
+	$(GO) test -run '^$$' -bench ItemLine -benchmem -count 3 ./internal/batch/
 	$(GO) test -run '^$$' -bench 'Submit$$' -benchtime 2x -timeout 40m ./internal/batch/
 	$(GO) test -run '^$$' -bench 'Harvest$$' -benchtime 2x -timeout 40m ./internal/batch/
 	$(GO) test -run '^$$' -bench PollTick -benchtime 2x -timeout 40m ./internal/batch/
