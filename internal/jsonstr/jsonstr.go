@@ -20,11 +20,7 @@ func Append(dst []byte, s string) []byte {
 		if i += Plain(s[i:]); i == len(s) {
 			break
 		}
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
+		if c := s[i]; c < utf8.RuneSelf { // a quote, a backslash or a control
 			dst = append(dst, s[start:i]...)
 			switch c {
 			case '"', '\\':
