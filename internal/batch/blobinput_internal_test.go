@@ -12,9 +12,9 @@ import (
 	"github.com/go-json-experiment/json"
 )
 
-// itemLines are input lines of every shape: the common ones the hand
-// reader takes, and what it leaves to the general decoder.
-var itemLines = []string{
+// handLines are input lines of the common shape, which the hand reader
+// takes; generalLines are what it leaves to the general decoder.
+var handLines = []string{
 	`{"id":"a","prompt":"p","max_tokens":5}`,
 	`{"id":"a","messages":[{"role":"user","content":"c"}],"temperature":0.5,"max_completion_tokens":9}`,
 	` { "id" : "a" , "messages" : [ { "content" : "c" , "role" : "system" } , {"role":"user"} ] } ` + "\r\n",
@@ -22,6 +22,9 @@ var itemLines = []string{
 	`{"id":"a","prompt":"raw U+2028 ` + "\u2028" + ` and U+FFFD ` + "\ufffd" + `","temperature":1.5e-1,"max_tokens":0}`,
 	`{"id":"a","messages":[],"temperature":2E+0}`,
 	`{}`,
+}
+
+var generalLines = []string{
 	`{"ID":"a","Prompt":"p"}`,
 	`{"i_d":"a"}`,
 	`{"id":"a","id":"b"}`,
@@ -62,6 +65,8 @@ var itemLines = []string{
 	`{"id":"a","messages":{"role":"user"}}`,
 	`{"id":"a","messages":[{"role":"user"},]}`,
 }
+
+var itemLines = append(append([]string{}, handLines...), generalLines...)
 
 // encodingJSON decodes line as encoding/json's Decoder with
 // DisallowUnknownFields did (the line's rest only whitespace): the
@@ -113,11 +118,13 @@ func checkItemLine(t *testing.T, line []byte) {
 // by hand, not handed to the general decoder, and what is not a sure item
 // of that shape is.
 func TestItemLine_CommonShapeByHand(t *testing.T) {
-	for i, line := range itemLines {
-		var d itemLine
-		var it Item
-		if got, want := d.item([]byte(line), &it), i < 7; got != want {
-			t.Errorf("%q: read by hand %v, want %v", line, got, want)
+	for want, lines := range map[bool][]string{true: handLines, false: generalLines} {
+		for _, line := range lines {
+			var d itemLine
+			var it Item
+			if got := d.item([]byte(line), &it); got != want {
+				t.Errorf("%q: read by hand %v, want %v", line, got, want)
+			}
 		}
 	}
 }

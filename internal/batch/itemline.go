@@ -152,8 +152,7 @@ func (d *itemLine) str() (string, bool) {
 		return "", false
 	}
 	start := d.i
-	d.buf = d.buf[:0]
-	escaped := false
+	d.buf = d.buf[:0] // every escape adds at least one byte to it
 	for {
 		d.i += jsonstr.Plain(d.b[d.i:])
 		if d.i == len(d.b) {
@@ -163,13 +162,12 @@ func (d *itemLine) str() (string, bool) {
 		case c == '"':
 			s := d.b[start:d.i]
 			d.i++
-			if escaped {
+			if len(d.buf) > 0 {
 				return string(append(d.buf, s...)), true
 			}
 			return string(s), true
 		case c == '\\':
 			d.buf = append(d.buf, d.b[start:d.i]...)
-			escaped = true
 			if !d.escape() {
 				return "", false
 			}
@@ -227,26 +225,14 @@ func (d *itemLine) escape() bool {
 	return true
 }
 
+// hex4 reads the four hex digits of a \u escape.
 func (d *itemLine) hex4() (rune, bool) {
 	if d.i+4 > len(d.b) {
 		return 0, false
 	}
-	var r rune
-	for _, c := range d.b[d.i : d.i+4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
+	r, err := strconv.ParseUint(string(d.b[d.i:d.i+4]), 16, 16)
 	d.i += 4
-	return r, true
+	return rune(r), err == nil
 }
 
 // int reads a non-negative integer of at most 18 digits.
