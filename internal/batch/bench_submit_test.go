@@ -20,6 +20,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
 	"github.com/offpath/offpath/internal/batch"
+	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/local/aoaisim"
 	"github.com/offpath/offpath/internal/testing/cputime"
 	"github.com/offpath/offpath/internal/testing/rss"
@@ -34,8 +35,9 @@ import (
 // create the batch). Its floor, in the same iteration, is the same bytes
 // between the same endpoints by the plainest means: read the corpus once
 // (a download of the blob into io.Discard), write the part durably once (an
-// azblob upload of the part's bytes, with the SDK's defaults, to the same
-// inputs container, from a local copy) and upload it once from where it
+// azblob upload of the part's bytes to the same inputs container, from a
+// local copy, in blocks as large as the stored part's, as many at once as
+// Submit stages) and upload it once from where it
 // was stored (that blob downloaded and streamed into one multipart POST to
 // the simulator's Files API: the admission runs in a later invocation,
 // which has the part only in storage). It reports each half beside its own
@@ -93,6 +95,7 @@ func benchSubmit(b *testing.B, n int) {
 	}
 	local := filepath.Join(b.TempDir(), "part.jsonl")
 	size := stage(b, e, j.Parts[0].InputBlob, local)
+	blockSize := committedBlocks(b, raw, e.cont.Inputs, j.Parts[0].InputBlob)[0] // the part's block size
 	settle(b, e, j.ID)
 
 	var submit, admit, read, write, upload, uploadLocal work
@@ -109,7 +112,7 @@ func benchSubmit(b *testing.B, n int) {
 					b.Fatalf("read %d bytes of the corpus, want %d", got, corpusBytes)
 				}
 			})
-			wr = e.measure(b, func() { plainWrite(b, raw, e.cont.Inputs, plain, local) })
+			wr = e.measure(b, func() { plainWrite(b, raw, e.cont.Inputs, plain, local, blockSize) })
 			var ids [2]string
 			u = e.measure(b, func() { ids[0] = plainUpload(b, e.simURL, storedPart(b, raw, e.cont.Inputs, plain)) })
 			ul = e.measure(b, func() { ids[1] = plainUpload(b, e.simURL, localPart(b, local)) })
@@ -179,8 +182,8 @@ func benchSubmit(b *testing.B, n int) {
 	b.ReportMetric(float64(floor.requests)/nf, "floor-requests")
 	b.ReportMetric(peakSubmit, "submit-peak-RSS-MB")
 	b.ReportMetric(peakAdmit, "admit-peak-RSS-MB")
-	b.Logf("%d lines, corpus %.1f MB, part %.1f MB, %d runs: %s; peak RSS %.1f / %.1f MB",
-		n, float64(corpusBytes)/1e6, float64(size)/1e6, b.N, submitReport(submit, admit, read, write, upload, uploadLocal), peakSubmit, peakAdmit)
+	b.Logf("%d lines, corpus %.1f MB, part %.1f MB in blocks of %d KiB, %d runs: %s; peak RSS %.1f / %.1f MB",
+		n, float64(corpusBytes)/1e6, float64(size)/1e6, blockSize>>10, b.N, submitReport(submit, admit, read, write, upload, uploadLocal), peakSubmit, peakAdmit)
 	if peakSubmit >= benchMaxPeakRSSMB || peakAdmit >= benchMaxPeakRSSMB {
 		b.Errorf("peak RSS %.1f MB (submit) and %.1f MB (admission), want under %d MB", peakSubmit, peakAdmit, benchMaxPeakRSSMB)
 	}
@@ -246,15 +249,17 @@ func plainRead(tb testing.TB, raw *azblob.Client, containerName, name string) in
 	return n
 }
 
-// plainWrite uploads a local file to a blob with the SDK's defaults.
-func plainWrite(tb testing.TB, raw *azblob.Client, containerName, name, path string) {
+// plainWrite uploads a local file to a blob in blocks of blockSize, as
+// many at once as a blobstore writer stages.
+func plainWrite(tb testing.TB, raw *azblob.Client, containerName, name, path string, blockSize int64) {
 	tb.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := raw.UploadStream(context.Background(), containerName, name, f, nil); err != nil {
+	if _, err := raw.UploadStream(context.Background(), containerName, name, f,
+		&azblob.UploadStreamOptions{BlockSize: blockSize, Concurrency: blobstore.DefaultConcurrency}); err != nil {
 		tb.Fatal(err)
 	}
 }

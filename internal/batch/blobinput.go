@@ -24,8 +24,9 @@ const maxInputLine = 2*MaxPromptBytes + 64<<10
 var itemOptions = json.JoinOptions(jsonv1.DefaultOptionsV1(), json.RejectUnknownMembers(true))
 
 // blobItems streams the items of a tenant's JSONL in the uploads container:
-// one Item object per line, unknown fields refused, blank lines skipped.
-func (s *Service) blobItems(ctx context.Context, name string) iter.Seq2[Item, error] {
+// one Item object per line, unknown fields refused, blank lines skipped. It
+// gives the blob's size to sized before the first item.
+func (s *Service) blobItems(ctx context.Context, name string, sized func(int64)) iter.Seq2[Item, error] {
 	return func(yield func(Item, error) bool) {
 		// One request: the size is checked from the download's headers,
 		// before a byte of the body is read.
@@ -42,6 +43,7 @@ func (s *Service) blobItems(ctx context.Context, name string) iter.Seq2[Item, er
 			yield(Item{}, invalid("too_large", "input_blob is %d bytes; at most %d", info.Size, s.o.MaxInputBytes))
 			return
 		}
+		sized(info.Size)
 		br := bufio.NewReaderSize(body, 256<<10)
 		var line []byte
 		var dec itemLine

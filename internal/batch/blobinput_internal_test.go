@@ -152,3 +152,20 @@ func BenchmarkItemLine(b *testing.B) {
 		})
 	}
 }
+
+func TestPartBlockSize(t *testing.T) {
+	const mib = 1 << 20
+	for _, tt := range []struct{ in, want int64 }{
+		{0, mib},                        // inline items
+		{14_000_000, mib},               // 10,000 lines of 1.4 KB
+		{32 * mib, mib},                 // a thirty-second is 1 MiB
+		{32*mib + 1, 2 * mib},           // rounded up
+		{100 * mib, 4 * mib},            // 3.125 MiB, rounded up
+		{139_000_000, MaxPartBlockSize}, // 100,000 lines
+		{1 << 40, MaxPartBlockSize},
+	} {
+		if got := partBlockSize(tt.in); got != tt.want {
+			t.Errorf("partBlockSize(%d) = %d, want %d", tt.in, got, tt.want)
+		}
+	}
+}

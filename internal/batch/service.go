@@ -73,6 +73,8 @@ type JobStore interface {
 // Blobs is platform storage (package blobstore's Store).
 type Blobs interface {
 	Create(ctx context.Context, container, name string, metadata map[string]string) (object.Writer, error)
+	// CreateSized is Create with the writer's own block size.
+	CreateSized(ctx context.Context, container, name string, metadata map[string]string, blockSize int64) (object.Writer, error)
 	Open(ctx context.Context, container, name string) (io.ReadCloser, object.Info, error)
 	OpenAt(ctx context.Context, container, name string, offset int64) (io.ReadCloser, error)
 	Stat(ctx context.Context, container, name string) (object.Info, error)
@@ -134,7 +136,12 @@ const (
 	// at once (Azure's output and the results) and a tick harvests up to
 	// Concurrency jobs: with 1 MiB blocks a harvest's upload buffers take
 	// 4 MiB, not 16, and its peak memory does not grow with the output.
-	BlockSize               = 1 << 20
+	BlockSize = 1 << 20
+
+	// MaxPartBlockSize bounds the block size of a job's input part as
+	// Submit writes it (see partBlockSize).
+	MaxPartBlockSize = 4 << 20
+
 	DefaultAgeLimit         = 2 * time.Hour
 	DefaultHeldAlert        = 6 * time.Hour
 	DefaultOverdueMargin    = 2 * time.Hour

@@ -7,7 +7,9 @@
 // written and commits them on Close, so a reader never sees half a file,
 // and an aborted writer leaves nothing behind but uncommitted blocks, which
 // the service discards. It also counts the bytes and computes their
-// SHA-256. Memory per writer is bounded by its block buffers.
+// SHA-256. Memory per writer is bounded by its block buffers: the store's
+// block size times its concurrency, or a block size of the writer's own
+// (CreateSized) for a blob written alone and large.
 //
 // [Documents] is the queue path's side: it reads a dropped document as a
 // stream, pinned to the version its claim check names (If-Match on the

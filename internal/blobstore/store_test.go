@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 
 	"github.com/offpath/offpath/internal/blobstore"
 	"github.com/offpath/offpath/internal/local/azurite"
@@ -82,6 +84,59 @@ func TestStore_WriteWholeOrNothing(t *testing.T) {
 			got, err := io.ReadAll(body)
 			if err != nil || string(got) != data || info.Size != int64(len(data)) || info.Metadata["kind"] != "test" {
 				t.Errorf("read back %d bytes (%v), info %+v", len(got), err, info)
+			}
+		})
+	}
+}
+
+// TestStore_CreateSized checks that each writer stages blocks of its own
+// size: the store's for Create, the one given for CreateSized.
+func TestStore_CreateSized(t *testing.T) {
+	t.Parallel()
+	s, c := store(t) // 1 MiB blocks
+	raw, err := azblob.NewClientFromConnectionString(shared.Get(t).ConnectionString(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	data := strings.Repeat("0123456789abcdef", 300_000) // 4.8 MB
+	tests := []struct {
+		name   string
+		create func(name string) (object.Writer, error)
+		want   int64
+	}{
+		{"create", func(name string) (object.Writer, error) { return s.Create(ctx, c, name, nil) }, 1 << 20},
+		{"sized", func(name string) (object.Writer, error) { return s.CreateSized(ctx, c, name, nil, 2<<20) }, 2 << 20},
+		{"sized-zero", func(name string) (object.Writer, error) { return s.CreateSized(ctx, c, name, nil, 0) }, 1 << 20},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, err := tt.create(tt.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.Copy(w, strings.NewReader(data)); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			list, err := raw.ServiceClient().NewContainerClient(c).NewBlockBlobClient(tt.name).
+				GetBlockList(ctx, blockblob.BlockListTypeCommitted, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sizes []int64
+			for _, b := range list.CommittedBlocks {
+				sizes = append(sizes, *b.Size)
+			}
+			n := int64(len(data))
+			want := slices.Repeat([]int64{tt.want}, int(n/tt.want))
+			if rest := n % tt.want; rest > 0 {
+				want = append(want, rest)
+			}
+			if !slices.Equal(sizes, want) {
+				t.Errorf("committed blocks %v, want %v", sizes, want)
 			}
 		})
 	}

@@ -34,6 +34,18 @@ type Writer struct {
 // be), replacing any blob of that name when Close commits. metadata, which
 // may be nil, is stored with it.
 func (s *Store) Create(ctx context.Context, containerName, name string, metadata map[string]string) (object.Writer, error) {
+	return s.CreateSized(ctx, containerName, name, metadata, s.opts.BlockSize)
+}
+
+// CreateSized is Create with a block size of the writer's own, for a caller
+// that knows better than the store's default what one writer may hold
+// (blockSize × Concurrency) against how many requests it makes: a blob
+// written alone and large takes bigger blocks than the store's writers,
+// several of which may run at once. blockSize ≤ 0 means the store's.
+func (s *Store) CreateSized(ctx context.Context, containerName, name string, metadata map[string]string, blockSize int64) (object.Writer, error) {
+	if blockSize <= 0 {
+		blockSize = s.opts.BlockSize
+	}
 	if err := s.ensure(ctx, containerName); err != nil {
 		return nil, err
 	}
@@ -47,7 +59,7 @@ func (s *Store) Create(ctx context.Context, containerName, name string, metadata
 	go func() {
 		defer close(w.done)
 		_, err := bb.UploadStream(ctx, pr, &blockblob.UploadStreamOptions{
-			BlockSize: s.opts.BlockSize, Concurrency: s.opts.Concurrency, Metadata: md,
+			BlockSize: blockSize, Concurrency: s.opts.Concurrency, Metadata: md,
 		})
 		if err != nil {
 			w.err = fmt.Errorf("upload blob %s: %w", w.name, translate(err))
