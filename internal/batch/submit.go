@@ -259,10 +259,10 @@ func (s *Service) partLimits(deployment string) batchfile.Limits {
 // partBlockSize is the block size of a part written from an input of n
 // bytes (0: items given inline): a thirty-second of the input rounded up to
 // whole MiB, from BlockSize to MaxPartBlockSize. A large part takes large
-// blocks, up to a quarter of the requests, which keeps the pass from
-// waiting on storage (for 6 MiB more memory at most); a small one keeps
-// small blocks, so that its first block is staged early in the pass and
-// its last ones do not hold up its end.
+// blocks: fewer requests (a quarter at 4 MiB) and a faster pass, for at
+// most 6 MiB more memory. A small one keeps small blocks, so that its first
+// block is staged early in the pass and its last ones do not hold up its
+// end.
 func partBlockSize(n int64) int64 {
 	const mib = 1 << 20
 	return min(max((n+32*mib-1)/(32*mib)*mib, BlockSize), MaxPartBlockSize)
