@@ -26,27 +26,27 @@ import (
 	"github.com/offpath/offpath/internal/testing/rss"
 )
 
-// BenchmarkSubmit takes a corpus of 10,000 and of 100,000 lines (about
-// 1.5 KB each) that a tenant placed in its uploads area from the request
-// to Azure: Submit (read the corpus, check every item, rewrite it as
-// Global Batch lines with the deployment and the custom_id, write the part
-// and its index to platform storage, hashing as it writes) and then the
-// admission tick (stream the stored part to the simulator's Files API,
-// create the batch). Its floor, in the same iteration, is the same bytes
-// between the same endpoints by the plainest means: read the corpus once
-// (a download of the blob into io.Discard), write the part durably once (an
-// azblob upload of the part's bytes to the same inputs container, from a
-// local copy, in blocks as large as the stored part's, as many at once as
-// Submit stages) and upload it once from where it
-// was stored (that blob downloaded and streamed into one multipart POST to
-// the simulator's Files API: the admission runs in a later invocation,
-// which has the part only in storage). It reports each half beside its own
-// floor (submission: read and write; admission: the upload), the whole
-// over the floor, and the whole against a floor that uploads from the
-// local copy instead (never reading the part back); and the peak RSS of
-// each half (simulator included; its clock is frozen so the batch does not
-// run); and, as BenchmarkHarvest does, the CPU time and requests of each
-// phase, each run's figures logged with the load average.
+// BenchmarkSubmit takes a corpus of 10,000 and of 100,000 lines (about 1.5
+// KB each) that a tenant placed in its uploads area from the request to
+// Azure: Submit (read the corpus, check every item, rewrite it as Global
+// Batch lines with the deployment and the custom_id, write the part and its
+// index to platform storage, hashing as it writes) and then the admission
+// tick (stream the stored part to the simulator's Files API, create the
+// batch). Its floor, in the same iteration, is the same bytes between the
+// same endpoints by the plainest means: read the corpus once (a download of
+// the blob into io.Discard), write the part durably once (an azblob upload
+// of the part's bytes to the same inputs container, from a local copy, in
+// blocks as large as the stored part's, as many at once as Submit stages)
+// and upload it once from where it was stored (that blob downloaded and
+// streamed into one multipart POST to the simulator's Files API: the
+// admission runs in a later invocation, which has the part only in
+// storage). It reports each half beside its own floor (submission: read and
+// write; admission: the upload), the whole over the floor, and the whole
+// against a floor that uploads from the local copy instead (never reading
+// the part back); and the peak RSS of each half (simulator included; its
+// clock is frozen so the batch does not run); and, as BenchmarkHarvest
+// does, the CPU time and requests of each phase, each run's figures logged
+// with the load average.
 //
 // Outside the timed phases: a first job, as any earlier job of the
 // process, creates the containers and tables, and its part is the local
