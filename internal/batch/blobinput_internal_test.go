@@ -161,8 +161,8 @@ func TestPartBlockSize(t *testing.T) {
 		{32 * mib, mib},                 // a thirty-second is 1 MiB
 		{32*mib + 1, 2 * mib},           // rounded up
 		{100 * mib, 4 * mib},            // 3.125 MiB, rounded up
-		{139_000_000, MaxPartBlockSize}, // 100,000 lines
-		{1 << 40, MaxPartBlockSize},
+		{139_000_000, maxPartBlockSize}, // 100,000 lines
+		{1 << 40, maxPartBlockSize},
 	} {
 		if got := partBlockSize(tt.in); got != tt.want {
 			t.Errorf("partBlockSize(%d) = %d, want %d", tt.in, got, tt.want)

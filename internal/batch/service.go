@@ -136,12 +136,7 @@ const (
 	// at once (Azure's output and the results) and a tick harvests up to
 	// Concurrency jobs: with 1 MiB blocks a harvest's upload buffers take
 	// 4 MiB, not 16, and its peak memory does not grow with the output.
-	BlockSize = 1 << 20
-
-	// MaxPartBlockSize bounds the block size of a job's input part as
-	// Submit writes it (see partBlockSize).
-	MaxPartBlockSize = 4 << 20
-
+	BlockSize               = 1 << 20
 	DefaultAgeLimit         = 2 * time.Hour
 	DefaultHeldAlert        = 6 * time.Hour
 	DefaultOverdueMargin    = 2 * time.Hour

@@ -256,16 +256,19 @@ func (s *Service) partLimits(deployment string) batchfile.Limits {
 	return l
 }
 
+// maxPartBlockSize bounds the block size of a job's input part.
+const maxPartBlockSize = 4 << 20
+
 // partBlockSize is the block size of a part written from an input of n
 // bytes (0: items given inline): a thirty-second of the input rounded up to
-// whole MiB, from BlockSize to MaxPartBlockSize. A large part takes large
+// whole MiB, from BlockSize to maxPartBlockSize. A large part takes large
 // blocks: fewer requests (a quarter at 4 MiB) and a faster pass, for at
 // most 6 MiB more memory. A small one keeps small blocks, so that its first
 // block is staged early in the pass and its last ones do not hold up its
 // end.
 func partBlockSize(n int64) int64 {
 	const mib = 1 << 20
-	return min(max((n+32*mib-1)/(32*mib)*mib, BlockSize), MaxPartBlockSize)
+	return min(max((n+32*mib-1)/(32*mib)*mib, BlockSize), maxPartBlockSize)
 }
 
 func partBlob(j *Job, n int, kind string) string {
